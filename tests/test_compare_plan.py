@@ -77,3 +77,13 @@ def test_the_total_is_the_sum_of_the_parts():
         "B: from the store, no wait; C: 50 s to 70 s). C is priced without the prompt's clean and "
         "corrupted runs, which a method before it makes and the run reads back."
     )
+
+
+def test_a_method_with_its_own_count_shares_the_prompts_runs_too():
+    """ACDC builds its own cost: it named no prompt runs, so the plan priced it as making them
+    again after EAP had made them, and its record counted them (session 47)."""
+    at = _compare(compare="eap,acdc")
+    assert not at.exception, at.exception
+    _PROMPT_RUNS.clear()  # the first method makes them, the second reads them back
+    said = _plan(at.run())
+    assert len(said) == 1 and "ACDC" in said[0] and " is priced without the prompt's clean" in said[0], said

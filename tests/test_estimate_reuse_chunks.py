@@ -66,7 +66,7 @@ def test_a_prompts_kept_runs_are_not_priced_again(tiny, method):
 def test_a_method_that_does_not_count_the_prompts_runs_keeps_its_price(tiny):
     """Only what a cost names as the prompt's runs (``Cost.prompt_passes``) is left out."""
     forget_prompt_runs(tiny)
-    fresh = estimate_request(tiny, IOI_TASK, "edge-pruning", n_budgets=2)
+    fresh = estimate_request(tiny, IOI_TASK, "circuit-lasso", n_budgets=2)
     assert RunContext(tiny, IOI_TASK).evaluator is not None
-    assert estimate_request(tiny, IOI_TASK, "edge-pruning", n_budgets=2).sequences == fresh.sequences
+    assert estimate_request(tiny, IOI_TASK, "circuit-lasso", n_budgets=2).sequences == fresh.sequences
     forget_prompt_runs(tiny)

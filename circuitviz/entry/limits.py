@@ -152,6 +152,11 @@ class Estimate:
     one_off: float = 0.0  # seconds of ``seconds`` the model's first such run only spends (``Method.one_off``)
     one_off_what: str = ""  # that work in words
     n_scored: int | None = None  # of the paraphrases, those the run will score (``Cost.n_scored``)
+    # of ``sequences``: what was added to the method's count (gradient chunks, ``gradient_chunk_passes``)
+    # less the prompt's runs left out as kept (``kept_passes`` of the cost's ``prompt_passes``)
+    beside_count: float = 0.0
+    prompt_passes: float = 0.0
+    kept_passes: float = 0.0
 
     @property
     def memory_gb(self) -> float:
@@ -182,7 +187,9 @@ class Estimate:
         done = _method(method).passes_done(result)
         if done is None or self.sequences <= 0:
             return self.flops
-        return self.flops * done / self.sequences
+        # the count's terms as the run went, with the chunks and the kept runs as priced: an ACDC
+        # run on a prompt's kept runs recorded the 7 passes of the runs it read back
+        return self.flops * max(done + self.beside_count, 0.0) / self.sequences
 
 
 def busy_note(
@@ -253,9 +260,10 @@ def estimate_run(
         cost = chosen.estimate(config, spec, n_tokens, n_budgets)
     else:
         cost = chosen.estimate_for_task(model, task, config, spec, n_tokens, n_budgets)
-    sequences = cost.passes + gradient_chunk_passes(model, n_tokens, cost.gradient_rows)
-    if task is not None:
-        sequences -= kept_prompt_passes(model, task, cost.prompt_passes)
+    rows = cost.gradient_rows if isinstance(cost.gradient_rows, tuple) else (cost.gradient_rows,)
+    chunks = sum(gradient_chunk_passes(model, n_tokens, each) for each in rows)
+    kept = kept_prompt_passes(model, task, cost.prompt_passes) if task is not None else 0.0
+    sequences = cost.passes + chunks - kept
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     n_parameters = _n_parameters(model)
     flops = 2.0 * n_parameters * n_tokens * sequences
@@ -265,8 +273,10 @@ def estimate_run(
     measured = rate(kind, chosen.name, nominal, chosen.calibration_family, which)
     seconds = flops / measured.flops_per_second
     seconds_range = None
-    if cost.passes_range is not None and cost.passes > 0:
-        seconds_range = tuple(seconds * passes / cost.passes for passes in cost.passes_range)
+    if cost.passes_range is not None and sequences > 0:
+        seconds_range = tuple(
+            seconds * max(passes + chunks - kept, 0.0) / sequences for passes in cost.passes_range
+        )
 
     once = chosen.one_off(model)
     if once is not None:  # not in the rate: the model's next runs do not do it
@@ -292,6 +302,9 @@ def estimate_run(
         once.seconds if once is not None else 0.0,
         once.what if once is not None else "",
         cost.n_scored,
+        chunks - kept,
+        cost.prompt_passes if task is not None else 0.0,
+        kept,
     )
 
 

@@ -345,6 +345,7 @@ class ACDC(ScoringMethod):
         low, high = ROWS_PER_EDGE_RANGE
         return Cost(
             passes=passes(rows_per_edge),
+            prompt_passes=PREPARE_PASSES,  # the walk starts from the evaluator's runs, read back when kept
             passes_range=(passes(low), passes(high)),
             range_reason="ACDC tests an edge only while a path still reaches it, so a sparse circuit "
             "ends its walk early",

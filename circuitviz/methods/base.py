@@ -93,8 +93,9 @@ class Cost:
     # back instead when this process ran the prompt before (``limits.estimate_run`` leaves them out)
     prompt_passes: float = 0.0
     # the rows of a batched gradient pass whose set-up ``passes`` counts once; each further chunk
-    # the device's memory cuts it into pays the set-up again (``limits.estimate_run`` counts them)
-    gradient_rows: int = 0
+    # the device's memory cuts it into pays the set-up again (``limits.estimate_run`` counts them);
+    # a tuple where the run makes several such passes on the prompt (an ensemble's members)
+    gradient_rows: int | tuple[int, ...] = 0
     passes_range: tuple[float, float] | None = None
     range_reason: str = ""
 

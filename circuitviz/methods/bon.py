@@ -332,6 +332,9 @@ class QueryCircuitMethod(Method):
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run checks
             n_scored=kept,
+            # the prompt's evaluator, read back when kept (the pairs' groups are scored on runs of
+            # their own, and their gradient passes batch several pairs: no chunks counted here)
+            prompt_passes=per_pair.prompt_passes,
         )
 
     def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:

@@ -194,6 +194,10 @@ class EdgePruning(Method):
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=warm.ig_steps,
             n_paraphrases=int(config.check_paraphrases),
+            # the warm start scores on the run's evaluator (its clean and corrupted runs, read back
+            # when this process kept them) in one gradient pass of its rows, chunked as its own run
+            prompt_passes=warm.prompt_passes,
+            gradient_rows=warm.gradient_rows,
         )
 
     def passes_done(self, result) -> float | None:

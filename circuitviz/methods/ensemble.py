@@ -191,6 +191,11 @@ class Ensemble(ScoringMethod):
             gradient_batch=max(cost.gradient_batch for cost in costs),
             ig_steps=max(cost.ig_steps for cost in costs),
             n_paraphrases=int(config.n_paraphrases),
+            # every member scores the prompt on the run's one evaluator, whose runs each member's
+            # count holds: all of them are left out when this process kept the runs. Each member's
+            # gradient pass on the prompt is chunked apart (the paraphrases' are batched pairs).
+            prompt_passes=sum(cost.prompt_passes for cost in costs),
+            gradient_rows=tuple(cost.gradient_rows for cost in costs if cost.gradient_rows),
         )
 
     def member_scores(self, ctx: RunContext, config: EnsembleConfig) -> list[torch.Tensor]:

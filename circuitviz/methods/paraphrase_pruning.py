@@ -448,6 +448,7 @@ class ParaphrasePruning(Method):
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases,
+            prompt_passes=warm.prompt_passes,  # the prompt's evaluator's runs (the paraphrases' are made anew)
         )
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:

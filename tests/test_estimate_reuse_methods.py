@@ -1,0 +1,96 @@
+"""The methods that build their own cost (session 47): those whose run reads the prompt's clean and
+corrupted runs off the run's evaluator are priced without them when this process kept them (ACDC,
+Edge Pruning, paraphrase pruning, Best-of-N, the ensemble), those whose run makes them again keep
+their price (CircuitLasso's observation pass, ACC++'s own forward); Edge Pruning's warm start and
+the ensemble's members count the chunks of their gradient passes; a run's record holds the passes
+it made (``Estimate.flops_done``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core import pass_weights
+from circuitviz.engine.memory import gradient_bytes_per_position
+from circuitviz.entry.limits import estimate_request
+from circuitviz.measure.chunks import chunk_size
+from circuitviz.measure.evaluate import forget_prompt_runs
+from circuitviz.methods import RunContext, get_method
+from circuitviz.models.devices import WORKING_MEMORY_ENV
+
+PREPARE = pass_weights.PREPARE_PASSES
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gpt2", n_layers=1, n_heads=2)
+
+
+def _fresh_and_kept(model, method: str, config=None):
+    """(the estimate before the prompt's runs are made, the estimate once they are kept)."""
+    forget_prompt_runs(model)
+    fresh = estimate_request(model, IOI_TASK, method, config, n_budgets=2)
+    assert RunContext(model, IOI_TASK).evaluator is not None  # an earlier run's clean and corrupted runs
+    kept = estimate_request(model, IOI_TASK, method, config, n_budgets=2)
+    forget_prompt_runs(model)
+    return fresh, kept
+
+
+@pytest.mark.parametrize(
+    ("method", "left_out"),
+    [
+        ("acdc", PREPARE),  # the walk starts from the evaluator's runs
+        ("edge-pruning", PREPARE),  # its EAP-IG warm start scores on the run's evaluator
+        ("paraphrase-pruning", PREPARE),  # the prompt's evaluator (the paraphrases' are made anew)
+        ("bon", PREPARE),  # the prompt's evaluator
+        ("ensemble", 2 * PREPARE),  # EAP-IG and EAP each count the one evaluator's runs they read
+    ],
+)
+def test_a_method_reading_the_evaluators_runs_is_priced_without_kept_ones(tiny, method, left_out):
+    """Before, these were priced as making the runs again (7 passes), and Compare's plan line did
+    not say a later one shares them."""
+    fresh, kept = _fresh_and_kept(tiny, method)
+    assert kept.sequences == pytest.approx(fresh.sequences - left_out)
+    assert kept.prompt_passes == pytest.approx(left_out) and kept.kept_passes == pytest.approx(left_out)
+    if fresh.seconds_range is not None:  # a range moves with its estimate
+        assert kept.seconds_range[1] < fresh.seconds_range[1]
+
+
+@pytest.mark.parametrize("method", ["circuit-lasso", "acc++"])
+def test_a_method_making_the_runs_again_keeps_its_price(tiny, method):
+    """CircuitLasso's clean and corrupted runs are rows of its observation pass, made every run;
+    ACC++ runs its own forward and counts no clean and corrupted runs."""
+    fresh, kept = _fresh_and_kept(tiny, method)
+    assert kept.sequences == pytest.approx(fresh.sequences)
+
+
+@pytest.mark.parametrize(
+    ("method", "config"), [("edge-pruning", {"ig_steps": 40}), ("ensemble", {"ig_steps": 40})]
+)
+def test_a_warm_start_and_an_ensemble_member_count_their_chunks(tiny, monkeypatch, method, config):
+    """Edge Pruning's warm start and the ensemble's EAP-IG run one gradient pass of 40 rows each,
+    chunked as EAP-IG's own (EAP's one row never is)."""
+    forget_prompt_runs(tiny)
+    whole = estimate_request(tiny, IOI_TASK, method, config, n_budgets=1)
+    monkeypatch.setenv(WORKING_MEMORY_ENV, "0.000001")  # a chunk of a row or a few
+    n_tokens = whole.n_tokens
+    size = chunk_size(tiny, "gradient", n_tokens, gradient_bytes_per_position(tiny, n_tokens))
+    chunks = -(-40 // size)
+    assert chunks > 1
+    cut = estimate_request(tiny, IOI_TASK, method, config, n_budgets=1)
+    extra = (chunks - 1) * pass_weights.GRADIENT_SETUP_PASSES
+    assert cut.sequences == pytest.approx(whole.sequences + extra)
+    assert cut.beside_count == pytest.approx(extra)
+
+
+def test_a_counted_run_records_the_passes_it_made(tiny, monkeypatch):
+    """ACDC counts its run's passes as they went (``passes_done``) in its count's terms, prompt runs
+    included: a run on kept runs recorded 7 passes it did not make, and a chunked one left out its
+    chunks."""
+    fresh, kept = _fresh_and_kept(tiny, "acdc")
+    acdc = get_method("acdc")
+    done = 40.0
+    monkeypatch.setattr(type(acdc), "passes_done", lambda self, result: done)
+    per_pass = fresh.flops / fresh.sequences
+    assert fresh.flops_done("acdc", None) == pytest.approx(per_pass * done)
+    assert kept.flops_done("acdc", None) == pytest.approx(per_pass * (done - PREPARE))
