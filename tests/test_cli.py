@@ -333,6 +333,11 @@ def test_methods_lists_the_registry(capsys):
     printed = capsys.readouterr().out
     for name in ("eap ", "eap-ig ", "eap-ig-activations", "exact"):
         assert name in printed
+    # a method that needs no corrupted prompt says what its figures use without --corrupted
+    lines = printed.splitlines()
+    after = lines[next(i for i, line in enumerate(lines) if line.startswith("flow-routes ")) + 1]
+    assert "use a neutral prompt as the corrupted run" in after and "--corrupted gives your own" in after
+    assert not any(line.startswith(" ") for line in lines[: lines.index(after) - 1] if "eap-ig " in line)
 
 
 def test_discover_help_says_every_setting_from_its_field(capsys):

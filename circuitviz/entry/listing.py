@@ -28,6 +28,8 @@ def cmd_methods(args) -> int:
         fields = dataclasses.fields(method.Config)
         settings = ", ".join(f"{f.name}={typed(f.default)}" for f in fields) or "no settings"
         print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
+        if method.without_corrupted:  # what its figures use where --corrupted is left out
+            print(f"{'':<20} {method.without_corrupted} --corrupted gives your own.")
     return 0
 
 
