@@ -530,9 +530,19 @@ def next_run_sentence(count: int, left_out: list[tuple[str, str]], cleared: Sequ
     return held + ("; press Run Best-of-N to score them." if count else ".")
 
 
-def learn_offer_sentence(label: str, seconds: float | None) -> str:
-    """Under the offer to learn a circuit that carries over: where its run goes and how long it takes."""
-    took = f", about {rough_duration(seconds)} on this machine by its estimate" if seconds else ""
+def learn_offer_sentence(
+    label: str, seconds: float | None, seconds_range: tuple[float, float] | None = None
+) -> str:
+    """Under the offer to learn a circuit that carries over: where its run goes and how long it
+    takes, as Explore's estimate says it: a range where the estimate is one (paraphrase pruning
+    stops a budget's learning once its circuit is faithful enough). It gave one figure ("about
+    37 s", SmolLM2-135M, 2026-12-07) where Explore's line gives the range ("16 s to 48 s" on both
+    since; the run took 41 s of CPU)."""
+    if seconds_range is not None:
+        low, high = (rough_duration(value) for value in seconds_range)
+        took = f", {low} to {high} on this machine by its estimate"
+    else:
+        took = f", about {rough_duration(seconds)} on this machine by its estimate" if seconds else ""
     return (
         f"The button above opens the Explore page and runs {label} there{took}; this Best-of-N result "
         "stays on this page."

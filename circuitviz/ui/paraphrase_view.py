@@ -210,10 +210,11 @@ def learn_offer_caption(model, result, budget: int) -> None:
         request = loaders.request_for(
             model, result.model_id, result.task, name, state.own_settings(name), readable
         )
-        seconds = request.estimate.seconds if request.estimate is not None else None
+        estimate = request.estimate
     except (TypeError, ValueError):
-        seconds = None
-    st.caption(bon.learn_offer_sentence(method_traits(name).label, seconds))
+        estimate = None
+    seconds, span = (estimate.seconds, estimate.seconds_range) if estimate is not None else (None, None)
+    st.caption(bon.learn_offer_sentence(method_traits(name).label, seconds, span))
 
 
 def candidates_view(model, result) -> None:
