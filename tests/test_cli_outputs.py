@@ -37,6 +37,7 @@ def test_the_readable_budget_of_both_position_drawings_is_said_once(tmp_path, ca
     assert html.exists() and graph.exists()
     # the sentence is discover's own ("in discover's table"): the files, read on their own, leave it out
     assert not any(start in html.read_text() for start in ("Opened at", "No circuit of at most"))
+    assert "The metric: the logit difference of &#x27; Mary&#x27; over &#x27; John&#x27;" in html.read_text()
     assert f"wrote {html} (" in printed and f"wrote {graph} (" in printed
 
 

@@ -192,3 +192,25 @@ def test_a_pale_links_long_detour_is_drawn_straight_a_bold_ones_kept():
     drawn = {edge["id"]: edge["smooth"] for edge in near_bends(nodes, edges, {"bold wide"})}
     assert drawn == {"pale wide": False, "bold wide": wide, "pale near": near}
     assert MAX_STRAY < 500  # the wide bend strays about 500 units
+
+
+def test_the_file_names_the_task_its_ndf_was_measured_on():
+    """The downloaded page's title said "NDF 0.30" of a task it never named: the foil and the
+    corrupted prompt were on the page above the figures only. The file says them (escaped:
+    the corrupted prompt is the user's text); the app's frame, under that text, does not."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.positions.present import task_note
+
+    hostile = "The <script>alert(1)</script> is located in the city of"
+    task = PromptTask(clean="The Eiffel Tower is located in the city of", corrupted=hostile,
+                      answer=" Paris", foils=(" Rome",))  # fmt: skip
+    note = task_note(task)
+    assert (
+        note
+        == f"The metric: the logit difference of ' Paris' over ' Rome'; the corrupted prompt: {hostile!r}."
+    )
+    drawing = attribution_graph_html(column_graph(), file_notes=[note])
+    assert html.escape(note) in drawing.html and "<script>alert" not in drawing.html
+    assert note not in drawing.vis.notes
+    plain = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", metric="logprob")
+    assert task_note(plain) == "The metric: log p(' Paris')."

@@ -13,7 +13,7 @@ from ..details.base import reference_name
 from ..export.neuronpedia import task_ids, to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
-from ..positions.present import readable_position_budget, result_attribution_graph
+from ..positions.present import readable_position_budget, result_attribution_graph, task_note
 from ..render.curve_notes import curve_notes  # noqa: F401  (discover prints them)
 
 EVALUATION_JSON_HELP = (
@@ -51,7 +51,7 @@ def write_position_outputs(
     # the reason is printed, not written into the files: "in discover's table" is not in them
     graph = result_attribution_graph(result, budget, labels)
     if html is not None:
-        drawing = attribution_graph_html(graph)
+        drawing = attribution_graph_html(graph, file_notes=[task_note(result.task)])
         html.write_text(drawing.html, encoding="utf-8")
         point = result.point(budget)  # the budget asks for units; pruning keeps these
         kept = point.n_edges if point is not None else int(result.position_circuit(budget).sum())

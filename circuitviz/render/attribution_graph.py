@@ -294,6 +294,7 @@ def attribution_graph_html(
     estimates_metric: bool = True,
     bold: str = "",
     view_notes: list[str] | None = None,
+    file_notes: list[str] | None = None,
 ) -> GraphDrawing:
     """The graph as a ``VisGraph`` and its standalone page (every script inline).
 
@@ -306,7 +307,9 @@ def attribution_graph_html(
     (nothing scrolls sideways). ``view_notes``: sentences about the page showing the drawing (why
     its view opened at this budget), first among the frame's notes in the app (``vis``) and left
     out of the standalone page, a file read on its own: the downloaded graph said "Opened at 100
-    units ... (on the slider)" of a file that opens nowhere and has no slider.
+    units ... (on the slider)" of a file that opens nowhere and has no slider. ``file_notes``:
+    sentences the file needs to be read on its own and the page says elsewhere (the task its NDF
+    was measured on: the page shows it above the figures), in the standalone page only.
     """
     del height_px
     notes = list(graph.notes) + list(notes or [])
@@ -414,7 +417,8 @@ def attribution_graph_html(
         lit = {edge["id"] for edge in edges if edge["color"]["color"] != FADED}
         vis.edges = near_bends(nodes, bent, lit)
     vis.frame = curves_frame(vis)  # a bent link beside the nodes is shown whole
-    page = standalone_page(vis)  # the file: what is true of the drawing on its own
+    # the file: what is true of the drawing on its own, and what it needs to be read alone
+    page = standalone_page(dataclasses.replace(vis, notes=list(file_notes or []) + notes))
     notes = list(view_notes or []) + notes
     vis = dataclasses.replace(vis, notes=notes)
     return GraphDrawing(

@@ -24,7 +24,7 @@ from ..export.neuronpedia import (
     to_neuronpedia,
 )
 from ..positions.graph import n_units
-from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph
+from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph, task_note
 from ..render.attribution_graph import attribution_graph_html
 from ..render.curve_notes import dip_note_of_units
 from ..render.explain import explain_position_circuit
@@ -43,8 +43,10 @@ MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 @st.cache_data(show_spinner=False, max_entries=64)
 def _graph_page(_result, result_key: str, budget: int, _labels, labels_key: str, reason: str):
     graph = result_attribution_graph(_result, budget, _labels)
-    # why the view opened here is said above the frame, not in the downloaded file (no slider there)
-    return graph, attribution_graph_html(graph, view_notes=[reason] if reason else None)
+    # why the view opened here is said above the frame, not in the downloaded file (no slider there);
+    # the file names the task its NDF was measured on (the page shows it above the figures)
+    notes = [reason] if reason else None
+    return graph, attribution_graph_html(graph, view_notes=notes, file_notes=[task_note(_result.task)])
 
 
 def position_budget(result, key: str) -> tuple[int, str]:
