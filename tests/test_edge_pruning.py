@@ -341,3 +341,15 @@ def test_paraphrase_pruning_finds_the_planted_circuit_its_scores_start_with():
     result = method.run_on(planted.model, planted.task, method.default_config(), budgets=[n_true])
     assert bool(torch.isfinite(result.scores).all())
     assert torch.equal(result.circuit(n_true).cpu(), planted.true_edges.cpu())
+
+
+def test_the_report_counts_the_edges_the_circuit_kept_not_its_budget():
+    """Edge Pruning's line read "103 edges: NDF 0.321 (warm start) -> 0.992" for a 91-edge circuit
+    beside a table whose "edges kept" said 91 (a reviewer's prompt of our own, 2026-12-07)."""
+    from circuitviz.details.edge_pruning import EdgePruningDetails
+
+    row = {"budget": 103, "edges": 91, "warm_ndf": 0.321, "ndf": 0.992, "best_step": 6, "steps": 7}
+    lines = EdgePruningDetails(steps_run=7, budgets=[row]).report_lines(None)
+    assert lines[1] == "  budget 103, 91 edges: NDF 0.321 (warm start) -> 0.992 at step 6"
+    full = EdgePruningDetails(steps_run=7, budgets=[{**row, "edges": 103}]).report_lines(None)
+    assert full[1].startswith("  103 edges: NDF 0.321")

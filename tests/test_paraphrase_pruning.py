@@ -749,6 +749,23 @@ def test_the_report_says_what_the_mask_was_fitted_on_and_started_from():
     assert "1 paraphrase held out" in line
 
 
+def test_the_report_counts_the_edges_the_circuit_kept_not_its_budget():
+    """A circuit kept under its budget is said as the table under it says it: the line read "103
+    edges (28 nodes)" for a 90-edge circuit (a reviewer's prompt of our own, 2026-12-07)."""
+    from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
+
+    row = {"budget": 103, "edges": 90, "nodes": 28, "ndf": 0.986}
+    details = ParaphrasePruningDetails(fit=["a"], held_out=["b"], steps_run=9, budgets=[row])
+    details.held_out_ndf = {"103": [0.9, 0.7]}
+    line = details.report_lines(None)[1]
+    assert (
+        line
+        == "  budget 103, 90 edges, 28 nodes: NDF 0.986 on the prompt, mean 0.800 on 2 held-out paraphrases"
+    )
+    details.budgets = [{**row, "edges": 103}]
+    assert details.report_lines(None)[1].startswith("  103 edges, 28 nodes: NDF 0.986")
+
+
 def test_the_estimate_is_a_range_from_a_stop_at_the_first_pass_to_every_step():
     """The masks stop learning at the tolerance, as Edge Pruning's do, whose estimate said the most
     as 'about 4 min' for a 9-token prompt that took 72 s (Gemma-3-270M): the estimate says the

@@ -107,6 +107,17 @@ class MethodDetails:
         return 0.0
 
 
+def budget_kept(row: dict) -> str:
+    """A learned budget's row in a method's report, as the table under it counts: "103 edges"
+    when the circuit holds its budget, else the budget and the edges it kept ("budget 103, 90
+    edges"). Until 2026-12-07 Edge Pruning's and paraphrase pruning's lines read "103 edges" for
+    circuits of 91 and 90 edges, beside a table whose "edges kept" said so."""
+    budget, edges = int(row["budget"]), row.get("edges")
+    if edges is None or int(edges) == budget:
+        return f"{budget:,} edges"
+    return f"budget {budget:,}, {int(edges):,} edges"
+
+
 NEUTRAL_PROMPT = "neutral prompt"
 NEUTRAL_PROMPT_WORDS = "the neutral prompt (every token after the first replaced by the padding token)"
 

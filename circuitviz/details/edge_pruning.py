@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from .base import MethodDetails, register_details
+from .base import MethodDetails, budget_kept, register_details
 
 if TYPE_CHECKING:
     from ..core.results import CircuitResult
@@ -47,7 +47,7 @@ class EdgePruningDetails(MethodDetails):
         lines = [f"Edge Pruning from {self.warm_start}, {max(0, self.steps_run - 1)} learning steps:"]
         for row in self.budgets:
             line = (
-                f"  {row['budget']} edges: NDF {row['warm_ndf']:.3f} (warm start) -> {row['ndf']:.3f} "
+                f"  {budget_kept(row)}: NDF {row['warm_ndf']:.3f} (warm start) -> {row['ndf']:.3f} "
                 f"at step {row['best_step']}"
             )
             values = self.paraphrase_ndf.get(str(row["budget"]))

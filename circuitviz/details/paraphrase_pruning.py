@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..core.text import counted
-from .base import MethodDetails, register_details
+from .base import MethodDetails, budget_kept, register_details
 
 if TYPE_CHECKING:
     from ..core.results import CircuitResult
@@ -85,7 +85,7 @@ class ParaphrasePruningDetails(MethodDetails):
             f"{counted(max(0, self.steps_run - 1), 'learning step')}; {counted(len(self.held_out), 'paraphrase')} held out:"
         ]
         for row in self.budgets:
-            line = f"  {row['budget']} edges ({row['nodes']} nodes): NDF {row['ndf']:.3f} on the prompt"
+            line = f"  {budget_kept(row)}, {row['nodes']} nodes: NDF {row['ndf']:.3f} on the prompt"
             values = self.held_out_ndf.get(str(row["budget"]))
             if values:
                 line += (
