@@ -241,3 +241,41 @@ def test_a_transfer_that_measured_nothing_says_so_in_whole_sentences():
     assert nothing_measured_sentence(None).startswith(
         "Nothing was measured. No paraphrase of this prompt passed the checks. On the command line"
     )
+
+
+def test_a_given_pair_that_is_the_prompt_is_said_so_and_not_counted_besides_it(every_gap_clear):
+    """A reviewer's file of six pairs, the first the prompt, read "the source gave 6 besides the
+    prompt; 5 failed a check", the prompt's pair refused as "it repeats the prompt or an earlier
+    paraphrase" (2026-12-07): the pair is named as the prompt itself and counted apart."""
+    from circuitviz.query.checks import validate_pairs
+    from circuitviz.query.pairs import PROMPT_ITSELF, parse_paraphrases
+
+    model = _gemma_with_spread_post_norms(0)
+    first = PARAPHRASES[0]
+    text = "\n".join(
+        f"{clean}\t{corrupted}"
+        for clean, corrupted in [
+            (IOI_TASK.clean, IOI_TASK.corrupted),
+            (first.clean, first.corrupted),
+            (first.clean, first.corrupted),
+        ]
+    )
+    checked = validate_pairs(model, IOI_TASK, parse_paraphrases(text, IOI_TASK))
+    assert PROMPT_ITSELF in checked[0].problems and PROMPT_ITSELF == "it repeats the prompt itself"
+    assert "it repeats an earlier paraphrase" in checked[2].problems
+    assert not any("repeats" in problem for problem in checked[1].problems)
+    spec = GraphSpec.from_model(model)
+    refused = [(IOI_TASK.clean, PROMPT_ITSELF), (first.clean, "it repeats an earlier paraphrase")]
+    found = transfer.held_out_transfer(
+        model,
+        IOI_TASK,
+        {"only": spec.edge_mask},
+        count=3,
+        paraphrases=[first],
+        left_out=refused,
+        sought="given",
+    )
+    assert found.note.endswith(
+        "Measured on 1 held-out paraphrase, not the 3 given: the source gave 2 besides the prompt and the "
+        "prompt itself; 1 failed a check."
+    ), found.note

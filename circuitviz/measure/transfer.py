@@ -30,7 +30,7 @@ from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import counted, joined
 from ..methods.paraphrase_pairs import template_tasks
 from ..models.adapter import adapter_of
-from ..query.pairs import left_out_note
+from ..query.pairs import PROMPT_ITSELF, left_out_note
 from .evaluate import Evaluator, curves_of_tasks
 from .task_validity import gap_problem
 
@@ -156,28 +156,32 @@ def held_out_transfer(
     if found.left_out:
         notes.append(left_out_note(found.left_out, len(candidates) + len(left_out) + len(unchecked)))
     if drawn or refused:  # with nothing to check at all, the source's note says why
-        short = shortfall_note(
-            found, count, given=found.paraphrases + len(left_out) + len(unchecked), sought=sought
-        )
+        itself = sum(reason == PROMPT_ITSELF for _, reason in found.left_out)  # a given pair: the prompt
+        given = found.paraphrases + len(left_out) + len(unchecked) - itself
+        short = shortfall_note(found, count, given=given, sought=sought, itself=itself)
         notes.append(short or used_note(found))
     found.note = " ".join(note for note in notes if note)
     return found
 
 
-def shortfall_note(found: Transfer, count: int, given: int, sought: str = "asked for") -> str:
+def shortfall_note(
+    found: Transfer, count: int, given: int, sought: str = "asked for", itself: int = 0
+) -> str:
     """Why some circuits were measured on fewer than ``count`` held-out paraphrases, in one
     sentence ('' when none was): how many the source gave besides the prompt (``given``, those a
     check refused included), how many failed a check, and how many each short circuit's method
-    used to fit or select. Which paraphrases were refused, and why, is the note's other sentence."""
+    used to fit or select. Which paraphrases were refused, and why, is the note's other sentence.
+    ``itself``: how many given pairs were the prompt (left out, counted apart: a file of six pairs,
+    one the prompt, read "the source gave 6 besides the prompt; 5 failed a check")."""
     short = {name: n for name in found.ndf if (n := found.count(name)) < count}
     if not short:
         return ""
     low, high = min(short.values()), max(short.values())
     figure = f"{low}-{high}"
     some = len(short) < len(found.ndf) or low != high
-    reasons = [f"the source gave {given} besides the prompt"]
-    if found.left_out:
-        reasons.append(f"{len(found.left_out)} failed a check")
+    reasons = [f"the source gave {given} besides the prompt" + (" and the prompt itself" if itself else "")]
+    if len(found.left_out) > itself:
+        reasons.append(f"{len(found.left_out) - itself} failed a check")
     used = circuits_named({name: found.excluded[name] for name in short if found.excluded[name]})
     if len(used) == 1:
         ((n, who),) = used

@@ -22,7 +22,7 @@ from ..core.text import shown_token
 from ..engine.metric import metric_from_residual
 from ..measure.evaluate import last_residuals
 from ..models.adapter import adapter_of, model_device
-from .pairs import ParaphrasePair
+from .pairs import PROMPT_ITSELF, ParaphrasePair
 
 # a corruption whose metric moves less than this fraction of the original's move is flagged
 _WEAK_CORRUPTION = 0.05
@@ -135,8 +135,10 @@ def _checked_alone(
         if not any("answer/foils" in p for p in pair.problems):
             pair.problems.append("its answer or foils differ from the prompt's")
     is_original = pair.source == "original"
-    if not is_original and pair.clean.strip() in seen | {task.clean.strip()}:
-        pair.problems.append("it repeats the prompt or an earlier paraphrase")
+    if not is_original and pair.clean.strip() == task.clean.strip():
+        pair.problems.append(PROMPT_ITSELF)
+    elif not is_original and pair.clean.strip() in seen:
+        pair.problems.append("it repeats an earlier paraphrase")
     seen.add(pair.clean.strip())
     if pair.clean.strip() == pair.corrupted.strip():
         pair.problems.append("its corrupted version is the paraphrase itself")

@@ -20,6 +20,10 @@ from ..core import json_text
 from ..core.tasks import PromptTask
 from ..core.text import after_colon, counted, read_user_file, shown, shown_token
 
+# a given pair that is the prompt: left out, and not counted among the paraphrases "besides the
+# prompt" a held-out sentence says the source gave (``measure.transfer.shortfall_note``)
+PROMPT_ITSELF = "it repeats the prompt itself"
+
 
 class ParaphraseError(ValueError):
     """A paraphrase source cannot give pairs; the message is one sentence that says what to do."""
