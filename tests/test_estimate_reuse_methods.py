@@ -3,7 +3,7 @@ corrupted runs off the run's evaluator are priced without them when this process
 Edge Pruning, paraphrase pruning, Best-of-N, the ensemble), those whose run makes them again keep
 their price (CircuitLasso's observation pass, ACC++'s own forward); Edge Pruning's warm start and
 the ensemble's members count the chunks of their gradient passes; a run's record holds the passes
-it made (``Estimate.flops_done``)."""
+it made (``Estimate.flops_done``, ``Estimate.as_run_finds``)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,44 @@ def test_a_counted_run_records_the_passes_it_made(tiny, monkeypatch):
     per_pass = fresh.flops / fresh.sequences
     assert fresh.flops_done("acdc", None) == pytest.approx(per_pass * done)
     assert kept.flops_done("acdc", None) == pytest.approx(per_pass * (done - PREPARE))
+
+
+def test_the_record_follows_the_kept_runs_the_run_finds(tiny):
+    """An estimate priced before another run made the prompt's runs (Compare's plan prices every
+    method at once; a page drawn before) counted 7 passes the run read back; one priced on kept
+    runs that were dropped before it started counted 7 too few."""
+    fresh, kept = _fresh_and_kept(tiny, "eap")
+    assert fresh.as_run_finds(tiny, IOI_TASK) is fresh  # still none kept
+    assert RunContext(tiny, IOI_TASK).evaluator is not None
+    found = fresh.as_run_finds(tiny, IOI_TASK)
+    assert found.sequences == pytest.approx(kept.sequences)
+    assert found.flops == pytest.approx(kept.flops) and found.seconds < fresh.seconds
+    assert found.flops_done("eap", None) == pytest.approx(kept.flops)
+    assert kept.as_run_finds(tiny, IOI_TASK) is kept
+    forget_prompt_runs(tiny)
+    again = kept.as_run_finds(tiny, IOI_TASK)
+    assert again.sequences == pytest.approx(fresh.sequences) and again.flops == pytest.approx(fresh.flops)
+
+
+def test_the_apps_run_records_with_the_kept_runs_it_found(tiny, monkeypatch):
+    """The page prices a request as it draws (Compare's plan line, every method before any runs):
+    the run then found the prompt's runs an earlier run made, and its record counted them."""
+    pytest.importorskip("streamlit")
+    from types import SimpleNamespace
+
+    from circuitviz.ui import loaders, run
+
+    forget_prompt_runs(tiny)
+    fresh = estimate_request(tiny, IOI_TASK, "eap", n_budgets=2)
+    assert RunContext(tiny, IOI_TASK).evaluator is not None  # made after the pricing, before the run
+    recorded = []
+    monkeypatch.setattr(loaders, "get_store", lambda: None)
+    monkeypatch.setattr(loaders, "discover", lambda *args, **kwargs: (SimpleNamespace(timings={}), False))
+    monkeypatch.setattr(run, "record_run", lambda estimate, *args: recorded.append(estimate))
+    request = SimpleNamespace(
+        key="kept-runs-found", method="eap", estimate=fresh, budgets=[5, 9], task=IOI_TASK
+    )
+    run._start(tiny, request).thread.join(timeout=30)
+    forget_prompt_runs(tiny)
+    assert len(recorded) == 1
+    assert recorded[0].sequences == pytest.approx(fresh.sequences - PREPARE)

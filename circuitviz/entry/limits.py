@@ -191,6 +191,30 @@ class Estimate:
         # run on a prompt's kept runs recorded the 7 passes of the runs it read back
         return self.flops * max(done + self.beside_count, 0.0) / self.sequences
 
+    def as_run_finds(self, model, task) -> Estimate:
+        """This estimate with the prompt's kept runs as the run finds them when it starts: priced
+        before another run made them (Compare's plan prices every method at once; a page drawn
+        before a run on the prompt), or after they were dropped, it counted other work than the
+        run's, and its record would price the next runs off by their 7 passes."""
+        kept = kept_prompt_passes(model, task, self.prompt_passes)
+        if kept == self.kept_passes or self.sequences <= 0:
+            return self
+        sequences = max(self.sequences + self.kept_passes - kept, 1e-9)
+        scale = sequences / self.sequences
+
+        def scaled(seconds: float) -> float:
+            return (seconds - self.one_off) * scale + self.one_off
+
+        return dataclasses.replace(
+            self,
+            seconds=scaled(self.seconds),
+            seconds_range=self.seconds_range and tuple(map(scaled, self.seconds_range)),
+            sequences=sequences,
+            flops=self.flops * scale,
+            beside_count=self.beside_count + self.kept_passes - kept,
+            kept_passes=kept,
+        )
+
 
 def busy_note(
     waiting: float | None = None, cores: int | None = None, quiet: bool = False, threads: int | None = None

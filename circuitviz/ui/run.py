@@ -452,6 +452,7 @@ def _start(model, request) -> Job:
             progress.report(phase, fraction)
 
     def work() -> None:
+        found = estimate and estimate.as_run_finds(model, request.task)  # kept prompt runs, as now
         start = time.perf_counter()
         share = None
         try:
@@ -467,7 +468,7 @@ def _start(model, request) -> Job:
         if job.result is not None and not job.cached and job.cancelled is None:
             work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
             parts = work_parts(job.reports, work_start)
-            record_run(estimate, request.method, job.result, job.seconds, parts, share)
+            record_run(found, request.method, job.result, job.seconds, parts, share)
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
     registered = _register(job)
