@@ -3,10 +3,12 @@
 ``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
-Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B, Cohere 1 and 2, MPT) with ``transformers``'s
+Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B, Cohere 1 and 2, MPT,
+Falcon-RW) with ``transformers``'s
 own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
-tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
+tried on that the bridge refuses or only HookedTransformer converts (``benchmarks/cli_families.py``).
+Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -148,6 +150,156 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
             "topk_group": 1,
             "moe_intermediate_size": 32,
             "first_k_dense_replace": 1,
+        },
+    ),
+    # TransformerLens's HookedTransformer converts these (Llama's layout)
+    "exaone": ("exaone", {"num_key_value_heads": 2}),
+    "internlm3": ("internlm3", {"num_key_value_heads": 2}),
+    # refused at load since 2026-12-07 (circuitviz/models/bridge_checks.py), each with its reason:
+    # the bridge's HunYuan normalises queries and keys before the rotation (HunYuan after); EXAONE 4
+    # and FlexOlmo normalise attention's and the MLP's outputs after them, as OLMo 2 does, which the
+    # bridge's adapter does not say; MiniMax-M2 and FlexOlmo normalise the whole query and key
+    # vectors; Falcon-H1 adds a Mamba mixer beside attention; LFM2, Jamba, Bamba, Qwen3-Next have
+    # blocks without attention; VaultGemma has no compatibility mode; Gemma 4 layers of two shapes
+    "hunyuan_v1_dense": ("hunyuan_v1_dense", {"num_key_value_heads": 2}),
+    "exaone4": (
+        "exaone4",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "flex_olmo": ("flex_olmo", {"num_key_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 2}),
+    "minimax_m2": (
+        "minimax_m2",
+        {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2},
+    ),
+    "falcon_h1": ("falcon_h1", {"num_key_value_heads": 2}),
+    "lfm2": ("lfm2", {"num_key_value_heads": 2, "layer_types": ["conv", "full_attention"]}),
+    "jamba": (
+        "jamba",
+        {
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "attn_layer_period": 2,
+            "attn_layer_offset": 1,
+            "expert_layer_period": 2,
+            "expert_layer_offset": 1,
+        },
+    ),
+    "vaultgemma": ("vaultgemma", {"num_key_value_heads": 2, "sliding_window": 4}),
+    "gemma4_text": ("gemma4_text", {"num_key_value_heads": 2, "sliding_window": 4}),
+    "qwen3_next": (
+        "qwen3_next",
+        {
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "layer_types": ["linear_attention", "full_attention"],
+        },
+    ),
+    "bamba": (
+        "bamba",
+        {
+            "num_key_value_heads": 2,
+            "mamba_n_heads": 4,
+            "mamba_d_head": 16,
+            "mamba_d_state": 8,
+            "mamba_chunk_size": 4,
+            "attn_layer_indices": [1],
+        },
+    ),
+    "mamba": ("mamba", {}),
+    "recurrent_gemma": ("recurrent_gemma", {}),
+    # refused before 2026-12-07 too, each in one sentence: TransformerLens has no adapter or converter
+    "helium": ("helium", {"num_key_value_heads": 2}),
+    "ministral": (
+        "ministral",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "persimmon": ("persimmon", {"head_dim": DROP}),
+    "biogpt": ("biogpt", {"head_dim": DROP}),
+    "phimoe": ("phimoe", {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    "granitemoeshared": (
+        "granitemoeshared",
+        {
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_intermediate_size": 32,
+        },
+    ),
+    "cwm": ("cwm", {"num_key_value_heads": 2}),
+    "doge": ("doge", {"num_key_value_heads": 2}),
+    "diffllama": ("diffllama", {"num_key_value_heads": 2}),
+    "dots1": (
+        "dots1",
+        {
+            "num_key_value_heads": 2,
+            "n_shared_experts": 1,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    # the bridge has no per-head q/k/v inputs for their attention (Llama 4's chunked attention,
+    # DeepSeek-V2's latent attention, ...), or shares key/value heads in a fused projection (JetMoE),
+    # or cannot run it (GPT-1: no final norm), or Granite's multipliers in a mixture of experts
+    "llama4_text": (
+        "llama4_text",
+        {
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 1,
+            "intermediate_size_mlp": 64,
+        },
+    ),
+    "deepseek_v2": (
+        "deepseek_v2",
+        {
+            "num_key_value_heads": 4,
+            "head_dim": DROP,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 4,
+            "qk_nope_head_dim": 4,
+            "v_head_dim": 8,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+        },
+    ),
+    "afmoe": (
+        "afmoe",
+        {"num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    ),
+    "nanochat": ("nanochat", {"num_key_value_heads": 2}),
+    "jetmoe": (
+        "jetmoe",
+        {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2, "kv_channels": 8},
+    ),
+    "openai_gpt": ("openai-gpt", {}),
+    "granitemoe": (
+        "granitemoe",
+        {
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "embedding_multiplier": 12.0,
+            "residual_multiplier": 0.7,
+            "attention_multiplier": 0.2,
+            "logits_scaling": 1.5,
         },
     ),
 }

@@ -12,7 +12,9 @@ function is unchanged: a repeated head computes what the shared one did. Multi-q
 fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, Granite's scalar multipliers and
 Cohere's logit scale are folded into the weights they scale, Cohere's MLP gets its own copy of the
 norm and its rotation is made the bridge's, and MPT's attention forks per-head inputs
-(``bridge_rewrites.py``).
+(``bridge_rewrites.py``). A booted model must then give the ``transformers`` model's logits, with
+blocks of attention and an MLP alone whose writers add up to its residual stream
+(``bridge_checks.py``): else it is refused with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from circuitviz.core.text import first_sentence
+from circuitviz.models.bridge_checks import (
+    probe_tokens,
+    reference_logits,
+    require_faithful_graph,
+    require_head_wise_qk_norms,
+    require_transformer_blocks,
+)
 from circuitviz.models.bridge_rewrites import (
     bridge_mlp_norms,
     fold_logit_scale,
@@ -153,13 +162,19 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     from transformer_lens.model_bridge import TransformerBridge
 
     refuse_offload(hf_model, name)
-    fold_scalar_multipliers(hf_model)
-    fold_logit_scale(hf_model)
-    mlp_norm_per_layer(hf_model)  # mapped as the bridge's ln2 after boot
-    rotation_in_halves(hf_model)
-    split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
-    if not split_by_bridge:
-        ungroup_attention(hf_model)
+    tokens = probe_tokens(hf_model)
+    expected = reference_logits(hf_model, tokens)  # before any rewrite: what the bridge must give
+    require_head_wise_qk_norms(hf_model, architecture_of(hf_model))
+    try:
+        split_by_bridge = _rewrite(hf_model)
+    except Exception as error:
+        if type(error).__name__ != "AmbiguousGlobalPerLayerAttributeError":
+            raise
+        raise ModelLoadError(
+            f"{architecture_of(hf_model)}'s layers differ in shape ({first_sentence(error, 90)}), "
+            "while circuitviz's graph gives every layer one head count and width; use a model "
+            "whose layers share one shape."
+        ) from None
     hf_model.config.architectures = [architecture_of(hf_model)]
     hf_model.requires_grad_(False)
     try:
@@ -177,6 +192,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) "
             "or a newer TransformerLens that adds it."
         ) from None
+    require_transformer_blocks(bridge)
     bridge_mlp_norms(bridge)
     fork_alibi_inputs(bridge)
     if split_by_bridge and not ungroup_bridge_multi_query(bridge):
@@ -184,7 +200,22 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "
             "heads circuitviz cannot ungroup; use a model without multi-query attention."
         )
-    return prepare_bridge(bridge, name)
+    prepare_bridge(bridge, name)
+    require_faithful_graph(bridge, tokens, expected)
+    return bridge
+
+
+def _rewrite(hf_model: PreTrainedModel) -> bool:
+    """The rewrites before boot (``bridge_rewrites.py``); True when the bridge's own q/k/v split
+    of a fused multi-query projection is left to ungroup after boot."""
+    fold_scalar_multipliers(hf_model)
+    fold_logit_scale(hf_model)
+    mlp_norm_per_layer(hf_model)  # mapped as the bridge's ln2 after boot
+    rotation_in_halves(hf_model)
+    split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
+    if not split_by_bridge:
+        ungroup_attention(hf_model)
+    return split_by_bridge
 
 
 def prepare_bridge(bridge, name: str):
@@ -194,8 +225,17 @@ def prepare_bridge(bridge, name: str):
     weights; split q/k/v inputs and ``hook_mlp_in`` give every head and MLP its own reader.
     """
 
-    bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
     architecture = bridge.cfg.architecture
+    try:
+        bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
+    except RuntimeError as error:
+        if "does not support compatibility mode" not in str(error):
+            raise
+        raise ModelLoadError(
+            f"TransformerLens's bridge gives {architecture} none of the classic hook names circuitviz "
+            "reads (it refuses its compatibility mode for this architecture); use another "
+            "architecture or a newer TransformerLens."
+        ) from None
     try:
         bridge.set_use_split_qkv_input(True)
         splits = type(bridge.blocks[0].attn).__name__ not in ONE_INPUT_ATTENTION
