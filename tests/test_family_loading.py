@@ -101,7 +101,7 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
         # until 2026-12-07 these booted, each giving wrong figures without a word (HunYuan's logits
         # 6 % off; EXAONE 4's heads unnormalised; Falcon-H1's Mamba mixer outside the graph) or a
         # traceback (at load or in the middle of a run; MiniMax-M2's a tensor size)
-        ("hunyuan_v1_dense", "computes HunYuanDenseV1ForCausalLM otherwise than transformers"),
+        ("hunyuan_v1_dense", "normalises each head's queries and keys before the rotation, HunYuan after"),
         ("exaone4", "add up to its residual stream only to within"),
         ("falcon_h1", "has a 'mamba' beside its attention and MLP"),
         ("lfm2", "block 0 (Lfm2DecoderLayer) has no attention but a 'conv'"),
@@ -126,3 +126,22 @@ def test_a_model_that_keeps_no_key_value_cache_runs_its_prompts_whole():
     for family, whole in (("mpt", True), ("llama3", False)):
         model = bridge_from_hf(random_hf_model(family, seed=1), word_tokenizer(), name=f"random-{family}")
         assert adapter_of(model).positions_inside_attention is whole, family
+
+
+def test_a_bridge_whose_logits_or_writers_are_not_the_models_is_refused():
+    """The checks every bridge load runs (``bridge_checks.require_faithful_graph``): logits other
+    than ``transformers``' own, or writers that do not add up to the residual, are refused; the
+    model's own logits pass."""
+    from circuitviz.models.bridge_checks import probe_tokens, reference_logits, require_faithful_graph
+
+    hf_model = random_hf_model("llama3", seed=1, dtype=torch.float32)
+    tokens = probe_tokens(hf_model)
+    expected = reference_logits(hf_model, tokens)
+    model = bridge_from_hf(hf_model, word_tokenizer(), name="random-llama3")
+    require_faithful_graph(model, tokens, expected)
+    with pytest.raises(ModelLoadError, match="otherwise than transformers does") as refused:
+        require_faithful_graph(model, tokens, expected * 1.01)  # 1 % off: over float32's rounding
+    assert_one_sentence(str(refused.value))
+    nan = expected.clone()
+    nan[0, -1, 0] = float("nan")  # transformers' own NaN: the finite-logits check speaks instead
+    require_faithful_graph(model, tokens, nan)

@@ -28,6 +28,7 @@ from circuitviz.core.text import first_sentence
 from circuitviz.models.bridge_checks import (
     probe_tokens,
     reference_logits,
+    refuse_divergent,
     require_faithful_graph,
     require_head_wise_qk_norms,
     require_transformer_blocks,
@@ -162,6 +163,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     from transformer_lens.model_bridge import TransformerBridge
 
     refuse_offload(hf_model, name)
+    refuse_divergent(architecture_of(hf_model))
     tokens = probe_tokens(hf_model)
     expected = reference_logits(hf_model, tokens)  # before any rewrite: what the bridge must give
     require_head_wise_qk_norms(hf_model, architecture_of(hf_model))

@@ -10,9 +10,11 @@ tokens at load, and each refuses with one sentence naming the reason and the way
   in Falcon-H1, write to the residual through no node of the graph);
 - ``require_head_wise_qk_norms``: query and key norms act on each head alone, or the model is
   OLMo's (MiniMax-M2 normalises its whole query and key vectors);
+- ``refuse_divergent``: TransformerLens 3.9's HunYuan attention normalises queries and keys
+  before the rotation, HunYuan after (6 % of the logits' size on a tiny random model whose norm
+  weights are not 1; nothing where they are);
 - ``require_faithful_graph``: the logits circuitviz reads from the booted bridge are the original
-  ``transformers`` model's (TransformerLens 3.9's HunYuan attention normalises queries and keys
-  before the rotation, HunYuan after: 6 % of the logits' size on a tiny random model), and the
+  ``transformers`` model's, and the
   graph's writers (the embedding, every head, every MLP) add up to the residual stream the
   unembedding reads (a norm after attention or the MLP that the adapter does not know of, as in
   EXAONE 4, leaves the heads' outputs unnormalised).
@@ -31,6 +33,26 @@ PROBE_LENGTH = 4
 # the architectures whose q/k-norms over the whole vector circuitviz follows (acc/forward.py and
 # base_adapter.attention_score_problem refuse them by these names)
 WHOLE_VECTOR_QK_NORMS = frozenset({"OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM"})
+
+
+# architectures TransformerLens 3.9's bridge is known to compute otherwise than transformers, where
+# the logits check below may not see it: with norm weights of 1 (transformers' initialisation)
+# HunYuan's two orders agree, so a random model passes; a trained one differs by as little as
+# its norm weights differ from 1
+DIVERGENT = {
+    "HunYuanDenseV1ForCausalLM": "it normalises each head's queries and keys before the rotation, "
+    "HunYuan after",
+}
+
+
+def refuse_divergent(architecture: str) -> None:
+    """Refuse, before boot, an architecture the bridge is known to compute otherwise."""
+    if architecture in DIVERGENT:
+        raise ModelLoadError(
+            f"TransformerLens's bridge computes {architecture} otherwise than transformers does "
+            f"({DIVERGENT[architecture]}), so every figure would describe another function; use "
+            "another architecture or a newer TransformerLens."
+        )
 
 
 def tolerance(dtype: torch.dtype) -> float:
