@@ -340,6 +340,23 @@ def test_methods_lists_the_registry(capsys):
     assert not any(line.startswith(" ") for line in lines[: lines.index(after) - 1] if "eap-ig " in line)
 
 
+def test_the_default_method_is_said_by_methods_and_discover_help(capsys):
+    """Issue 31 checks "the default method" from the command line: neither ``methods`` nor
+    ``discover --help`` named it (2026-12-07), and the flag's default was a literal beside the
+    registry's ``DEFAULT_METHOD``."""
+    from circuitviz.entry.parser import build_parser
+    from circuitviz.methods import DEFAULT_METHOD
+
+    assert cli.main(["methods"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"The default method (discover without --method, and the app's): {DEFAULT_METHOD}."
+    parser = build_parser()
+    assert parser.parse_args(["discover", "--prompt", "p"]).method == DEFAULT_METHOD
+    with pytest.raises(SystemExit):
+        parser.parse_args(["discover", "--help"])
+    assert f"default: {DEFAULT_METHOD}, the app's default method" in " ".join(capsys.readouterr().out.split())
+
+
 def test_discover_help_says_every_setting_from_its_field(capsys):
     """--help lists every method setting as a flag with the help its Config field declares and
     the methods it applies to (``methods/settings.setting``)."""

@@ -9,7 +9,7 @@ import sys
 
 from ..bench.planted_benchmark import format_table as bench_table
 from ..bench.planted_benchmark import run_bench, write_report
-from ..methods import available_methods, get_method
+from ..methods import DEFAULT_METHOD, available_methods, get_method
 from ..models import SUPPORTED_MODELS
 from .arguments import check_written_file
 
@@ -30,6 +30,8 @@ def cmd_methods(args) -> int:
         print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
         if method.without_corrupted:  # what its figures use where --corrupted is left out
             print(f"{'':<20} {method.without_corrupted} --corrupted gives your own.")
+    # a reviewer asked to run "the default method" found it neither here nor in discover --help
+    print(f"The default method (discover without --method, and the app's): {DEFAULT_METHOD}.")
     return 0
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ..core.tasks import METRICS
-from ..methods import setting_flags
+from ..methods import DEFAULT_METHOD, setting_flags
 from . import arguments, outputs
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 
@@ -68,7 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     discover = commands.add_parser("discover", help="find the circuit behind a prompt's answer")
     _add_task_arguments(discover)
     add_model_arguments(discover)
-    discover.add_argument("--method", default="eap-ig", help="see 'python -m circuitviz methods'")
+    discover.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        help=f"default: {DEFAULT_METHOD}, the app's default method; see 'python -m circuitviz methods'",
+    )
     discover.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="any method setting, by name"
     )
