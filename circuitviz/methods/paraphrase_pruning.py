@@ -220,8 +220,8 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
         found = "no valid paraphrase" if n_valid == 0 else "only one valid paraphrase"
         notes.append(
             f"The {config.paraphrase_source} source gave {found} of this prompt (checks passed and a "
-            "corruption that clearly lowers the metric), too few to hold any out: this circuit's "
-            "transfer to paraphrases it never saw is not measured."
+            "corruption that clearly lowers the metric), too few to hold any out, so the method itself "
+            "measured no transfer to paraphrases it never saw."
         )
         return Split(valid, [], notes, left_out)
     n_held = (
