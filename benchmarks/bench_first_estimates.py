@@ -12,9 +12,9 @@ fresh cache holding only EAP's first run, EAP-IG is priced from it. The IOI prom
 corrupted runs, as a new prompt's does. Prints one line a run: the estimate, the run's CPU seconds
 (what the estimate prices: a quiet machine's run) and wall seconds, how it was priced, and what
 the count before session 46 would have said from the same runs ("before": the estimate times the
-old count's ratio of this run's passes to its source's; the old count had no gradient chunks and
-priced kept runs again). No assertions. docs/benchmarks.md, "The estimates' pass weights", has
-the figures.
+old count's ratio of this run's passes to its source's; the old count had no gradient chunks,
+priced kept runs again and, until session 47, counted flow routes' observed pass 3). No
+assertions. docs/benchmarks.md, "The estimates' pass weights", has the figures.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main() -> None:
     from circuitviz.entry.probe import probe_unmeasured
     from circuitviz.entry.request import Request
     from circuitviz.measure.evaluate import forget_prompt_runs
+    from circuitviz.methods import flow_routes
     from circuitviz.models import load_model
     from circuitviz.models.adapter import adapter_of
 
@@ -71,9 +72,11 @@ def main() -> None:
         return request.priced(model)
 
     def old_count(request) -> float:
-        """The passes the count before session 46 gave: the method's cost as it stands."""
+        """The passes the count before session 46 gave: the method's cost as it stands, flow routes'
+        observed pass counted 3 (as until session 47)."""
         method = request.method_object
-        return method.estimate(request.config, model_spec, request.estimate.n_tokens, len(BUDGETS)).passes
+        passes = method.estimate(request.config, model_spec, request.estimate.n_tokens, len(BUDGETS)).passes
+        return passes - (flow_routes.OBSERVED_PASSES - 3.0 if method.name == "flow-routes" else 0.0)
 
     def run(method: str, request, record: bool = True, fresh: bool = True) -> tuple[float, float]:
         if fresh:

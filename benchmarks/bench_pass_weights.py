@@ -25,7 +25,7 @@ from circuitviz.core import pass_weights
 from circuitviz.engine.prefix import final_residual
 from circuitviz.engine.scores import score_dtype
 from circuitviz.measure.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
-from circuitviz.methods import RunContext, base, get_method, mask_learning
+from circuitviz.methods import RunContext, base, flow_routes, get_method, mask_learning
 from circuitviz.methods.edge_pruning import _warm_scores
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.models.adapter import model_dtype
@@ -48,7 +48,7 @@ def cpu_seconds(function, repeats: int = 3):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", choices=["all", "learning"], default="all")
+    parser.add_argument("--only", choices=["all", "learning", "flow"], default="all")
     parser.add_argument("--model", default=EMBEDDED_MODEL)
     add_threads_argument(parser)
     args = parser.parse_args()
@@ -66,6 +66,15 @@ def main() -> None:
     print(load_average())
     print(f"plain forward pass: {plain * 1000:.1f} ms CPU a sequence ({tokens.shape[1]} tokens)")
     ig = get_method("eap-ig")
+    if args.only in ("all", "flow"):
+        flow = get_method("flow-routes")
+        flow_config = flow.default_config()
+        routes, _ = cpu_seconds(lambda: flow.score_batch([ctx], flow_config), 3)
+        print(
+            f"flow routes' observed pass and shares: {routes / plain:.1f} passes (counted {flow_routes.OBSERVED_PASSES})"
+        )
+        if args.only == "flow":
+            return
     if args.only == "all":
 
         def fresh():

@@ -39,8 +39,10 @@ from __future__ import annotations
 # own measured weights count too (AtP*'s GradDrop rows and QK fix, ``methods.atp_star``): 2, the
 # weights below; 3, AtP*'s measured on both models; 4, a gradient pass's set-up counted once a
 # chunk, and the clean and corrupted runs left out where the run read them back (a chunked or
-# second run's record of version 3 counted other work)
-WEIGHTS_VERSION = 4
+# second run's record of version 3 counted other work); 5, flow routes' observed pass measured
+# (6.5, counted 3), and the methods that count their own work (ACDC, Edge Pruning, paraphrase
+# pruning, Best-of-N, the ensemble) without the kept runs they read back
+WEIGHTS_VERSION = 5
 
 PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
 GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows
