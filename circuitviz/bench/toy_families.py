@@ -4,7 +4,7 @@
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
 Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B, Cohere 1 and 2, MPT,
-Falcon-RW) with ``transformers``'s
+Falcon-RW, Arcee, ERNIE 4.5, Ministral 3, GLM, BitNet, GLM-4.5 MoE, Jais 2) with ``transformers``'s
 own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
 tried on that the bridge refuses or only HookedTransformer converts (``benchmarks/cli_families.py``).
@@ -121,6 +121,28 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "mpt": ("mpt", {}),  # ALiBi, a fused q/k/v projection, no key/value cache
     # Falcon-RW (the RefinedWeb models): ALiBi, a fused q/k/v projection of one head each, serial blocks
     "falcon_rw": ("falcon", {"head_dim": DROP, "alibi": True, "multi_query": False, "parallel_attn": False}),
+    # added 2026-12-07 (docs/models.md, "39 more families"): Arcee (an MLP of squared ReLUs
+    # without a gate), ERNIE 4.5, Ministral 3, GLM (its rotation of adjacent pairs over half of
+    # each head), BitNet (a norm over all heads' outputs before the output projection, one inside
+    # the MLP), GLM-4.5's mixture of experts, Jais 2
+    "arcee": ("arcee", {"num_key_value_heads": 2}),
+    "ernie4_5": ("ernie4_5", {"num_key_value_heads": 2}),
+    "ministral3": ("ministral3", {"num_key_value_heads": 2}),
+    "glm": ("glm", {"num_key_value_heads": 2}),
+    "bitnet": ("bitnet", {"num_key_value_heads": 2}),
+    "glm4_moe": (
+        "glm4_moe",
+        {
+            "num_key_value_heads": 2,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "jais2": ("jais2", {"num_key_value_heads": 2}),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
