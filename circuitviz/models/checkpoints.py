@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -375,6 +376,14 @@ def load_saved_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
     return saved_tokenizer_loader(folder)()
 
 
+# transformers resolves ``AutoTokenizer`` lazily, importing its module on first use: a second
+# thread asking for it while the first is still importing that module got the module half built,
+# "ImportError: cannot import name 'AutoTokenizer' from 'transformers'" (two models loading at
+# once: the app's start loads Gemma-3-270M, and a SmolLM2-135M link opened in its first second
+# failed; 4 of 4 fresh processes with eight threads). The first import is made one thread at a time
+_TOKENIZER_IMPORT = threading.Lock()
+
+
 def saved_tokenizer_loader(folder: Path) -> Callable[[], PreTrainedTokenizerBase]:
     """What loads a tokenizer circuitviz saved itself, its classes imported already (so another
     thread may call it while this one imports more of transformers).
@@ -387,7 +396,8 @@ def saved_tokenizer_loader(folder: Path) -> Callable[[], PreTrainedTokenizerBase
     12 % of their work done), so that second does not overlap the rest of a load. Anything else,
     or a file that does not build, goes through AutoTokenizer.
     """
-    from transformers import AutoTokenizer
+    with _TOKENIZER_IMPORT:
+        from transformers import AutoTokenizer
 
     config_file = folder / "tokenizer_config.json"
     settings = json.loads(config_file.read_text()) if config_file.is_file() else {}
