@@ -135,3 +135,26 @@ def test_the_apps_run_records_with_the_kept_runs_it_found(tiny, monkeypatch):
     forget_prompt_runs(tiny)
     assert len(recorded) == 1
     assert recorded[0].sequences == pytest.approx(fresh.sequences - PREPARE)
+
+
+def test_a_failure_finding_the_kept_runs_is_the_runs_error(tiny, monkeypatch):
+    """Looking the kept runs up tokenises the prompt in the run's thread: a failure there ends the
+    run with its error on the page, not a thread that died with neither result nor error."""
+    pytest.importorskip("streamlit")
+    from types import SimpleNamespace
+
+    from circuitviz.entry.limits import Estimate
+    from circuitviz.ui import loaders, run
+
+    def fails(self, model, task):
+        raise RuntimeError("the tokenizer failed")
+
+    monkeypatch.setattr(Estimate, "as_run_finds", fails)
+    monkeypatch.setattr(loaders, "get_store", lambda: None)
+    estimate = estimate_request(tiny, IOI_TASK, "eap", n_budgets=2)
+    request = SimpleNamespace(
+        key="kept-runs-fail", method="eap", estimate=estimate, budgets=[5, 9], task=IOI_TASK
+    )
+    job = run._start(tiny, request)
+    job.thread.join(timeout=30)
+    assert isinstance(job.error, RuntimeError) and job.result is None

@@ -452,10 +452,10 @@ def _start(model, request) -> Job:
             progress.report(phase, fraction)
 
     def work() -> None:
-        found = estimate and estimate.as_run_finds(model, request.task)  # kept prompt runs, as now
         start = time.perf_counter()
-        share = None
+        share = found = None
         try:
+            found = estimate and estimate.as_run_finds(model, request.task)  # kept prompt runs, as now
             # on a CPU other work keeps busy, the cores it leaves free (entry/cpu_share.py)
             with threads_for_run(estimate.device if estimate is not None else "cpu") as share:
                 from ..services.store import GuardedStore  # here: keeps torch out of the first paint
