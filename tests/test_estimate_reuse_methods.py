@@ -1,7 +1,7 @@
 """The methods that build their own cost (session 47): those whose run reads the prompt's clean and
 corrupted runs off the run's evaluator are priced without them when this process kept them (ACDC,
-Edge Pruning, paraphrase pruning, Best-of-N, the ensemble), those whose run makes them again keep
-their price (CircuitLasso's observation pass, ACC++'s own forward); Edge Pruning's warm start and
+Edge Pruning, paraphrase pruning, Best-of-N, the ensemble, exact patching), those whose run makes
+them again keep their price (CircuitLasso's observation pass, ACC++'s own forward); Edge Pruning's warm start and
 the ensemble's members count the chunks of their gradient passes; a run's record holds the passes
 it made (``Estimate.flops_done``, ``Estimate.as_run_finds``)."""
 
@@ -44,6 +44,7 @@ def _fresh_and_kept(model, method: str, config=None):
         ("paraphrase-pruning", PREPARE),  # the prompt's evaluator (the paraphrases' are made anew)
         ("bon", PREPARE),  # the prompt's evaluator
         ("ensemble", 2 * PREPARE),  # EAP-IG and EAP each count the one evaluator's runs they read
+        ("exact", 2.0),  # its count gives the evaluator's runs 2 passes
     ],
 )
 def test_a_method_reading_the_evaluators_runs_is_priced_without_kept_ones(tiny, method, left_out):

@@ -332,7 +332,11 @@ class ExactPatching(ScoringMethod):
     score_meaning = f"measured by patching one edge at a time: {EDGE_CHANGE}"
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return Cost(passes=2.0 + min(spec.n_edges, int(config.max_edges)) + curve_passes(n_budgets, spec))
+        # the 2: the evaluator's clean and corrupted runs, read back when this process kept them
+        return Cost(
+            passes=2.0 + min(spec.n_edges, int(config.max_edges)) + curve_passes(n_budgets, spec),
+            prompt_passes=2.0,
+        )
 
     def score(self, ctx: RunContext, config):
         model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator
