@@ -399,3 +399,23 @@ def test_cli_batch_on_mmlu_runs_and_reports_the_selection(tmp_path, capsys, monk
     assert "drawing 2 valid MMLU questions of astronomy on the model (seed 0)" in err
     assert "generated 2 mmlu tasks (seed 0)" in err
     assert "  astronomy: kept 2 of 2 tried (100%)" in err
+
+
+def test_a_refused_questions_note_gives_the_figures_of_its_own_metric():
+    """The picker's refusal ("lowers the metric by less than 1 logit") measures the preferred
+    letter over the other three letters' mean; the check under the boxes measures it over one
+    foil, and on SmolLM2-135M said the corruption "raises" it beside the note: the note names its
+    metric and its two figures, so the two sentences are read as two measures."""
+    from circuitviz.batch.mmlu_tasks import QuestionVerdict
+    from circuitviz.ui.mmlu_picker import refusal_words
+
+    question = load_mmlu().of_subject("astronomy")[0]
+    reason = "corruption lowers the metric by less than 1 logit"
+    said = refusal_words(QuestionVerdict(question, None, reason, 0.2, 1.234, 0.9), " A", " D")
+    assert said.startswith(reason)
+    assert "the logit of ' A' over the mean of the other three letters: +1.23" in said
+    assert "+0.90 lettered E-H" in said and "' A' over ' D' alone" in said
+    # a refusal that measured nothing (too long) is said as it is
+    assert refusal_words(QuestionVerdict(question, None, "longer than 128 tokens"), " A", " D") == (
+        "longer than 128 tokens"
+    )

@@ -10,6 +10,7 @@ reason shown, so the user can see why, and the refusal on Explore says to pick a
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from functools import lru_cache
@@ -167,7 +168,27 @@ def _question_task(model, row: int) -> dict | None:
         mmlu_prompt=question.prompt(),
         corrupted_came_with=None,  # proposed, not a run's: hidden for a method that needs none
         mmlu_note=f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
-        + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}."),
+        + (
+            "a valid task."
+            if task is not None
+            else f"refused as a task: {refusal_words(verdict, answer, foil)}."
+        ),
+    )
+
+
+def refusal_words(verdict, answer: str, foil: str) -> str:
+    """Why the question is refused, with the figures the refusal measured where it measured any:
+    its metric (the preferred letter's logit over the mean of the other three) differs from the
+    check under the boxes (the logit difference over one foil), and a user read "lowers the metric
+    by less than 1 logit" over "the corruption raises the logit difference of ' A'" (SmolLM2-135M,
+    where both were true of their own measure)."""
+    clean, corrupted = verdict.clean_metric, verdict.corrupted_metric
+    if not (math.isfinite(clean) and math.isfinite(corrupted)):
+        return verdict.reason
+    return (
+        f"{verdict.reason} (its metric, the logit of '{answer}' over the mean of the other three letters: "
+        f"{clean:+.2f} with the options lettered A-D, {corrupted:+.2f} lettered E-H; the check under "
+        f"the boxes measures '{answer}' over '{foil}' alone)"
     )
 
 
