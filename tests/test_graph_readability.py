@@ -126,9 +126,35 @@ def test_the_position_graphs_key_names_only_the_inputs_its_links_feed():
     def key(kinds: tuple[str, str]) -> str:
         links = [GraphLink("E_0_0", "a0.h0@1", 1.0, kinds[0]), GraphLink("a0.h0@1", "logit", 0.5, kinds[1])]
         graph = AttributionGraph(tokens=["a", "b"], nodes=nodes, links=links, n_layers=1, title="t")
-        return attribution_graph_html(graph).vis.legend
+        # both drawn in colour, as Signals draws one decision's signals (a grey link is not keyed)
+        return attribution_graph_html(
+            graph, highlight={(link.source, link.target) for link in links}
+        ).vis.legend
 
     signals = key(("q", "k"))
     assert "query" in signals and "key" in signals and "value" not in signals and "MLP input" not in signals
     imported = key(("link", "link"))
     assert "the input it feeds" not in imported and "query" not in imported, imported
+
+
+def test_the_position_graphs_key_names_only_the_colours_it_draws():
+    """A link off the strongest paths is drawn grey whatever input it feeds, and the key keyed its
+    colour anyway: Explore's IOI view over positions (EAP-IG, 20 units, Gemma-3-270M) showed a
+    query swatch beside a graph whose only query links were grey (Chromium, 2026-12-07)."""
+    from circuitviz.positions.view import AttributionGraph, GraphLink, GraphNode
+    from circuitviz.render.attribution_graph import attribution_graph_html
+    from circuitviz.render.graph_html import FADED
+
+    nodes = [
+        GraphNode("E_0_0", "emb", "input", -1, 0, influence=1.0),
+        GraphNode("a0.h0@1", "a0.h0", "head", 0, 1, head=0, influence=1.0),
+        GraphNode("logit", "logit", "logits", 1, 1, influence=1.0),
+    ]
+    links = [GraphLink("E_0_0", "a0.h0@1", 1.0, "v"), GraphLink("a0.h0@1", "logit", 0.5, "logits")]
+    weak = GraphLink("E_0_0", "logit", 0.1, "q")  # no head between: a pale link beside the path
+    graph = AttributionGraph(tokens=["a", "b"], nodes=nodes, links=[*links, weak], n_layers=1, title="t")
+    drawing = attribution_graph_html(graph, highlight={("E_0_0", "a0.h0@1"), ("a0.h0@1", "logit")})
+    colours = {edge["color"]["color"] for edge in drawing.vis.edges}
+    assert FADED in colours  # the query link is drawn, grey
+    assert "value" in drawing.vis.legend and "logits" in drawing.vis.legend
+    assert "query" not in drawing.vis.legend, drawing.vis.legend

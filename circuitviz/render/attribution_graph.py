@@ -212,8 +212,9 @@ def legend_line(
     kinds: Iterable[str] | None = None, estimates_metric: bool = True, bold: str = ""
 ) -> tuple[str, str]:
     """(one-line legend as HTML, the rest of the key as plain text for its hover). ``kinds``: the
-    inputs the drawn links feed; only their colours are keyed (ACC++'s signals on Signals feed
-    queries and keys alone, and the key listed value and MLP-input colours drawn nowhere).
+    inputs the links drawn in colour feed (the pale ones are grey); only their colours are keyed
+    (ACC++'s signals on Signals feed queries and keys alone, and the key listed value and
+    MLP-input colours drawn nowhere).
     ``bold``: what the bold links are when the caller chose them (Signals: one decision's
     signals; it read "bold: strongest paths" under "decision #0 highlighted"); default the
     strongest paths. ``estimates_metric`` false: sizes and dashes are said as the method's own
@@ -402,7 +403,11 @@ def attribution_graph_html(
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
         )
-    line, more = legend_line({link.kind for link in drawn}, estimates_metric, bold)
+    # only the colours drawn: a link outside ``highlight`` is grey, whatever it feeds (Explore's
+    # IOI view at 20 units keyed the query colour, and its only query links were grey)
+    line, more = legend_line(
+        {link.kind for link in drawn if (link.source, link.target) in highlight}, estimates_metric, bold
+    )
     # nothing is written under a name (the key said "Under a name: ↑/↓ ..." of captions the canvas
     # never drew): a node's hover says what it does, in a sentence
     if any(node.caption for node in graph.nodes):
