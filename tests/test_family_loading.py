@@ -110,6 +110,7 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
         ("gemma4_text", "layers differ in shape"),
         ("minimax_m2", "whole query vector across its heads"),
         ("flex_olmo", "whole query vector across its heads"),
+        ("openai_gpt", "GPT-1 normalises the residual stream itself after each attention and MLP"),
     ],
 )
 def test_what_the_bridge_cannot_give_circuits_is_refused_in_one_sentence(family, fragment):

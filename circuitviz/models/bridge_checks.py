@@ -10,8 +10,9 @@ tokens at load, and each refuses with one sentence naming the reason and the way
   in Falcon-H1, write to the residual through no node of the graph);
 - ``require_head_wise_qk_norms``: query and key norms act on each head alone, or the model is
   OLMo's (MiniMax-M2 normalises its whole query and key vectors);
-- ``refuse_divergent``: TransformerLens 3.9's HunYuan attention normalises queries and keys
-  before the rotation, HunYuan after (6 % of the logits' size on a tiny random model whose norm
+- ``refuse_divergent``: GPT-1 normalises the residual stream itself after each sublayer, so no
+  sum of writers reaches the unembedding; TransformerLens 3.9's HunYuan attention normalises
+  queries and keys before the rotation, HunYuan after (6 % of the logits' size on a tiny random model whose norm
   weights are not 1; nothing where they are);
 - ``require_faithful_graph``: the logits circuitviz reads from the booted bridge are the original
   ``transformers`` model's, and the
@@ -45,8 +46,23 @@ DIVERGENT = {
 }
 
 
+# architectures whose residual stream is no sum of its writers' outputs, which circuitviz's edges
+# are: GPT-1 (the original Transformer's post-norm) normalises the residual itself after each
+# sublayer; TransformerLens's bridge failed on it with "no attribute 'ln_final'"
+NO_RESIDUAL_SUM = {
+    "OpenAIGPTLMHeadModel": "GPT-1 normalises the residual stream itself after each attention and MLP",
+}
+
+
 def refuse_divergent(architecture: str) -> None:
-    """Refuse, before boot, an architecture the bridge is known to compute otherwise."""
+    """Refuse, before boot, an architecture the bridge is known to compute otherwise, or whose
+    residual stream is no sum of writers."""
+    if architecture in NO_RESIDUAL_SUM:
+        raise ModelLoadError(
+            f"{NO_RESIDUAL_SUM[architecture]} ({architecture}), so no sum of its heads' and MLPs' "
+            "outputs reaches the unembedding and circuit edges have nothing to add up to; use a "
+            "model whose residual stream sums its blocks' outputs (GPT-2 and the families after it)."
+        )
     if architecture in DIVERGENT:
         raise ModelLoadError(
             f"TransformerLens's bridge computes {architecture} otherwise than transformers does "
