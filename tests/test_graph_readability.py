@@ -158,3 +158,21 @@ def test_the_position_graphs_key_names_only_the_colours_it_draws():
     assert FADED in colours  # the query link is drawn, grey
     assert "value" in drawing.vis.legend and "logits" in drawing.vis.legend
     assert "query" not in drawing.vis.legend, drawing.vis.legend
+
+
+def test_the_edge_graphs_key_names_only_the_colours_it_draws():
+    """The circuit graph keyed all five input colours whatever its edges feed: Explore's 7-edge
+    IOI circuit of EAP-IG (Gemma-3-270M, budget 20) showed the key input's green swatch, and none
+    of its edges feeds a key (Chromium, 2026-12-07). A grey edge (outside the highlight) is not
+    keyed either."""
+    mask = SPEC.mask_from_edge_names(["input->a0.h1<q>", "a0.h1->m1", "m1->logits"])
+
+    def swatches(legend: str) -> set[str]:
+        return set(re.findall(r"</span>([^<]+)</span>", legend))
+
+    drawing = render.circuit_graph_html(SPEC, _scores(), mask)
+    assert swatches(drawing.vis.legend) == {"query", "MLP input", "logits"}, drawing.vis.legend
+    lit = render.circuit_graph_html(SPEC, _scores(), mask, highlight={"m1->logits"})
+    assert swatches(lit.vis.legend) == {"logits"}, lit.vis.legend
+    colour = render.circuit_graph_html(SPEC, _scores(), mask, highlight={"m1->logits"}, others="colour")
+    assert swatches(colour.vis.legend) == {"query", "MLP input", "logits"}, colour.vis.legend

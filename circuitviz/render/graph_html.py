@@ -249,19 +249,26 @@ def _edge_title(edge: GraphEdge) -> str:
     )
 
 
-def legend_line(width_key: str = "", estimates_metric: bool = True) -> tuple[str, str]:
+def legend_line(
+    width_key: str = "", estimates_metric: bool = True, kinds: Iterable[str] | None = None
+) -> tuple[str, str]:
     """(one-line legend as HTML, the rest of the key as plain text for its hover).
     ``estimates_metric``: the scores estimate the change of the answer's metric (the method's
     trait); when not, the legend says what the width and the dashes are without saying that an
-    edge carries the answer or works against it."""
+    edge carries the answer or works against it. ``kinds``: the inputs the edges drawn in colour
+    feed (None: all five); only their colours are keyed (Explore's 7-edge IOI circuit keyed the
+    key input's green, which none of its edges has)."""
+    shown = set(KIND_COLOURS) if kinds is None else set(kinds)
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
         for kind, colour in KIND_COLOURS.items()
+        if kind in shown
     )
     width = _escape(width_key) if width_key else "|score|"
     sign = "; dashed: carries the answer" if estimates_metric else "; dashed: a negative score"
-    line = f"edge colour = the input it feeds: {swatches} width: {width}" + ("" if width_key else sign)
+    feeds = f"edge colour = the input it feeds: {swatches} " if swatches else ""  # no edge: no colour
+    line = f"{feeds}width: {width}" + ("" if width_key else sign)
     more = (
         "Bottom: the embeddings; one row per layer going up (its heads in order, then its MLP a "
         "little higher); top: the answer's logit. An edge's colour says which input of its target it "
@@ -455,9 +462,12 @@ def circuit_graph_html(
         )
     curve_of = {"q": 0.08, "k": 0.14, "v": 0.2, "mlp": 0.0, "logits": 0.0}
     edges = []
+    keyed: set[str] = set()  # the inputs fed by the edges drawn in colour (grey ones are not keyed)
     for edge in drawn:
         lit = highlight is None or edge.name in highlight
         coloured = lit or others == "colour"
+        if coloured:
+            keyed.add(edge.kind)
         colour = KIND_COLOURS.get(edge.kind, "#777777") if coloured else FADED
         width = 1 + 7 * abs(edge.score) / scale
         if highlight is not None:
@@ -478,7 +488,7 @@ def circuit_graph_html(
         )
     if neurons:
         _add_neurons(nodes, edges, neurons, {n["id"]: n for n in nodes}, column_width)
-    line, more = legend_line(width_key, estimates_metric)
+    line, more = legend_line(width_key, estimates_metric, keyed)
     if neurons:
         line += "; dots: an MLP's top neurons"
         more += (
