@@ -176,3 +176,22 @@ def test_the_edge_graphs_key_names_only_the_colours_it_draws():
     assert swatches(lit.vis.legend) == {"logits"}, lit.vis.legend
     colour = render.circuit_graph_html(SPEC, _scores(), mask, highlight={"m1->logits"}, others="colour")
     assert swatches(colour.vis.legend) == {"query", "MLP input", "logits"}, colour.vis.legend
+
+
+def test_the_position_graphs_key_line_says_what_a_dash_is():
+    """Explore's edge graph dashes the edges that carry the answer and says so on its key line;
+    the graph over positions (the same page with "positions" ticked) dashes the links that work
+    against it and said so only on the key's hover, so a dash read as the edge graph's."""
+    from circuitviz.positions.view import AttributionGraph, GraphLink, GraphNode
+    from circuitviz.render.attribution_graph import attribution_graph_html
+
+    nodes = [
+        GraphNode("E_0_0", "emb", "input", -1, 0, influence=1.0),
+        GraphNode("a0.h0@1", "a0.h0", "head", 0, 1, head=0, influence=1.0),
+        GraphNode("logit", "logit", "logits", 1, 1, influence=1.0),
+    ]
+    links = [GraphLink("E_0_0", "a0.h0@1", -1.0, "v"), GraphLink("a0.h0@1", "logit", 0.5, "logits")]
+    graph = AttributionGraph(tokens=["a", "b"], nodes=nodes, links=links, n_layers=1, title="t")
+    assert "dashed: works against the answer" in attribution_graph_html(graph).vis.legend
+    own = attribution_graph_html(graph, estimates_metric=False).vis.legend
+    assert "dashed: a negative score" in own and "against the answer" not in own

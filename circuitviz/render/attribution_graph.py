@@ -228,7 +228,12 @@ def legend_line(
     )
     # an imported graph's links feed no input we can name: no colour key at all
     feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""
-    line = f"x: token, y: layer; {feeds}bold: {_escape(bold) if bold else 'strongest paths'}"
+    # the dashes' meaning on the line itself: the edge graph beside it (positions off) dashes the
+    # edges that carry the answer, this one the links that work against it, and said so on hover only
+    dashed = "works against the answer" if estimates_metric else "a negative score"
+    line = (
+        f"x: token, y: layer; {feeds}bold: {_escape(bold) if bold else 'strongest paths'}; dashed: {dashed}"
+    )
     more = (
         "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
         "the answer at the top). "
