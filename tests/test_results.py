@@ -25,6 +25,7 @@ def test_eap_ig_json_has_every_node_and_edge_with_eap_ig_names(result, tmp_path)
     assert set(data) >= {"cfg", "nodes", "edges", "task", "method", "config", "curve", "timings", "model_id"}
     assert data["cfg"] == {"n_layers": 2, "n_heads": 2, "parallel_attn_mlp": False, "d_model": 16}
     assert "parts of scoring_s" in data["timings_note"]  # the phases nest: summed, they count twice
+    assert data["summary_note"].startswith("CPR and CMD are areas under the curve")
     assert data["score_meaning"] == ""  # this layer knows no method: its callers say what "score" is
     assert result.to_eap_json(10, score_meaning="a mask")["score_meaning"] == "a mask"
     assert list(data["edges"]) == list(spec.edge_names)
@@ -252,3 +253,14 @@ def test_the_apps_circuit_json_says_what_its_scores_are(result):
 
     assert circuit_json(result, 10)["score_meaning"] == method_traits("eap-ig").score_meaning != ""
     assert circuit_json(result, 7)["score_meaning"] != ""  # a budget the run did not evaluate
+
+
+def test_a_one_budget_summary_says_it_is_one_point_not_an_area():
+    """``discover --budgets 103`` wrote CPR and CMD, the areas under the faithfulness curve, for a
+    curve of one point: that point's NFS/NDF and |1 - it|, read as areas with nothing said."""
+    model = tiny_model("gpt2")
+    one = discover(model, IOI_TASK, "eap", {}, budgets=[10])[0]
+    assert len(one.curve) == 1
+    data = one.to_eap_json(budget=10)
+    assert data["summary_note"].startswith("one point on the curve")
+    assert data["summary"]["cpr_ndf"] == pytest.approx(one.curve[0].ndf)

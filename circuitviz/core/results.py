@@ -208,6 +208,7 @@ class CircuitResult:
                 "corrupted_metric": self.baseline.corrupted,
                 "curve": [json_safe(point.to_dict()) for point in self.curve],
                 "summary": json_safe(self.summary()),
+                "summary_note": summary_note(self.curve),
                 "timings": self.timings,
                 "timings_note": TIMINGS_NOTE,
                 "device": self.device,
@@ -222,6 +223,21 @@ class CircuitResult:
             }
         )
         return data
+
+
+def summary_note(curve) -> str:
+    """What the JSON's ``summary`` figures are over ``curve``: areas where two budgets or more
+    keep different edge counts; else (``discover --budgets 103``) the one point's NFS and NDF and 1
+    minus them, which read as areas with nothing said (a reviewer's check, 2026-12-07)."""
+    if len({point.n_edges for point in curve}) >= 2:
+        return (
+            "CPR and CMD are areas under the curve (and under |1 - the curve|) over the fraction of "
+            "the graph kept, divided by the span of fractions the budgets cover"
+        )
+    return (
+        "one point on the curve: CPR is its NFS or NDF and CMD |1 - it|, not areas; give two or more "
+        "budgets for areas"
+    )
 
 
 # what a reader adding the timings up needs: ACDC's walk_s, CD-T's decomposition_s and
