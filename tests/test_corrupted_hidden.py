@@ -134,3 +134,20 @@ def test_the_gallerys_rerun_then_flow_routes_hides_the_examples_corrupted_prompt
     assert at.toggle(key=SWITCH).value is False and "w.corrupted" not in _boxes(at)
     _pick(at, examples[0]["method"])
     assert at.text_area(key="w.corrupted").value == corrupted
+
+
+def test_a_foil_proposed_from_the_hidden_corrupted_prompt_names_it():
+    """CD-T on 'The Eiffel Tower is located in the city of' (Gemma-3-270M) hid the box, and the
+    foil's note above it read "The foil is what the corrupted prompt leads to (82.3 % there)" of a
+    corrupted prompt the page no longer showed (Chromium, 2026-12-07): it is named, and said unused."""
+    at = explore_session({**LINK, "method": "eap"})
+    note = "The foil is what the corrupted prompt leads to (82.3% there), a content word or number as the answer is."
+    at.session_state["foil_note"], at.session_state["foil_proposed"] = note, IOI_TASK.foils[0]
+    _pick(at, "cd-t")
+    said = [c.value for c in at.caption]
+    assert any(IOI_TASK.corrupted in c and "which this run does not use" in c for c in said), said
+    _pick(at, "eap")  # the box is back: no sentence (the box shows the prompt itself)
+    assert not any("which this run does not use" in c.value for c in at.caption)
+    at.session_state["foil_note"] = "The foil is the other name of the prompt (the repeated subject)."
+    _pick(at, "cd-t")
+    assert not any("which this run does not use" in c.value for c in at.caption)

@@ -93,6 +93,21 @@ def hidden_sentence(method) -> str:
     return f"The method below ({method.label}) needs no corrupted prompt. {method.without_corrupted or ''}".strip()
 
 
+def hidden_foil_sentence() -> str | None:
+    """Where the box hides, which corrupted prompt the foil's note above speaks of: "The foil is
+    what the corrupted prompt leads to" stood over no box (CD-T on the Eiffel Tower prompt, whose
+    proposed ' Rome' came from the hidden 'The Colosseum is located in the city of'); None when
+    the note names none."""
+    corrupted, foil = (session.corrupted or "").strip(), session.foil
+    if not corrupted or "corrupted prompt" not in (session.foil_note or ""):
+        return None
+    if foil != (session.foil_proposed or foil):  # the note is not shown for a foil typed since
+        return None
+    return (
+        f"The foil above was proposed from the corrupted prompt '{corrupted}', which this run does not use."
+    )
+
+
 def own_corrupted_on(method) -> bool:
     """The switch under the foil for ``method`` (one that needs no corrupted prompt): whether the
     user shows the box. Off unless chosen, except for a corrupted prompt a link or an opened task
@@ -116,6 +131,8 @@ def corrupted_input(model, model_id: str, prompt: str, method=None) -> tuple[str
     need_corrupted = method is None or method.needs_corrupted
     if not need_corrupted and not own_corrupted_on(method):
         st.caption(hidden_sentence(method))
+        if said := hidden_foil_sentence():
+            st.caption(markdown_sentence(said))  # quotes the user's text
         return "", []
     corrupted = state.bind(
         st.text_area,
