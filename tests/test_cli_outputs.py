@@ -51,6 +51,8 @@ def test_the_budget_html_draws_by_itself_is_said_with_why(tmp_path, capsys, cli_
     chosen = opening_view(json.loads(out.read_text())["curve"])
     assert chosen.reason in printed.splitlines()
     assert f"wrote {html} (budget {chosen.budget:,}:" in printed
+    # the edge graph's file names the task its NDF was measured on, as the position graph's does
+    assert "The metric: the logit difference of &#x27; Mary&#x27; over &#x27; John&#x27;" in html.read_text()
 
 
 def test_the_help_of_html_budget_names_the_rule_it_follows(capsys):

@@ -199,7 +199,7 @@ def test_the_file_names_the_task_its_ndf_was_measured_on():
     corrupted prompt were on the page above the figures only. The file says them (escaped:
     the corrupted prompt is the user's text); the app's frame, under that text, does not."""
     from circuitviz.core.tasks import PromptTask
-    from circuitviz.positions.present import task_note
+    from circuitviz.render import task_note
 
     hostile = "The <script>alert(1)</script> is located in the city of"
     task = PromptTask(clean="The Eiffel Tower is located in the city of", corrupted=hostile,
@@ -214,3 +214,19 @@ def test_the_file_names_the_task_its_ndf_was_measured_on():
     assert note not in drawing.vis.notes
     plain = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", metric="logprob")
     assert task_note(plain) == "The metric: log p(' Paris')."
+
+
+def test_the_edge_graphs_file_names_its_task_and_the_apps_frame_does_not_repeat_it():
+    """The edge view's downloaded page gave 'NDF 0.22' in its title with no word of the foil or the
+    corrupted prompt it was measured against (the position view's files name them since
+    2026-12-07); the app shows the task above the frame, so the frame itself leaves it out."""
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.entry.api import discover
+    from circuitviz.render import result_graph_html, task_note
+
+    result = discover(tiny_model("gpt2"), IOI_TASK, "eap", {}, budgets=[5, 10])[0]
+    drawing = result_graph_html(result, 10)
+    note = task_note(result.task)
+    assert note.startswith("The metric: the logit difference of ' Mary' over ' John'; the corrupted prompt:")
+    assert html.escape(note, quote=True) in drawing.html or note.replace("'", "&#x27;") in drawing.html
+    assert note not in drawing.vis.notes

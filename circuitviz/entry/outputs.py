@@ -13,7 +13,7 @@ from ..details.base import reference_name
 from ..export.neuronpedia import task_ids, to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
-from ..positions.present import readable_position_budget, result_attribution_graph, task_note
+from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.curve_notes import curve_notes  # noqa: F401  (discover prints them)
 
 EVALUATION_JSON_HELP = (
@@ -40,6 +40,7 @@ def write_position_outputs(
 ) -> None:
     """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
     at ``budget`` units (default: the readable budget, whose reason is printed)."""
+    from ..render import task_note
     from ..render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
 
     if budget is None:

@@ -153,18 +153,6 @@ def caption_nodes(graph: AttributionGraph, labels: Mapping[str, Mapping[str, obj
         )
 
 
-def task_note(task) -> str:
-    """What a drawing's NDF was measured on, for a file read without the page (which shows the
-    task above its figures): the metric and the corrupted prompt. Prompts as ``repr`` writes
-    them (user text: escaped where it is drawn)."""
-    if task.metric == "logit_diff":
-        metric = f"the logit difference of {task.answer!r} over {joined([repr(f) for f in task.foils])}"
-    else:
-        metric = f"{'log p' if task.metric == 'logprob' else 'p'}({task.answer!r})"
-    corrupted = f"; the corrupted prompt: {task.corrupted!r}" if task.corrupted else ""
-    return f"The metric: {metric}{corrupted}."
-
-
 def result_attribution_graph(result, budget: int, labels=None) -> AttributionGraph:
     """The attribution graph of a position-resolved result at ``budget`` units, captioned. Why a
     view opened at ``budget`` is the page's to say (``attribution_graph_html``'s ``view_notes``),

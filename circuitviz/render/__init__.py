@@ -4,7 +4,7 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
-from ..core.text import read_token, title_quoted
+from ..core.text import joined, read_token, title_quoted
 from ..labels.captions import CAPTION_KEY, LENS_CAPTION_KEY, node_caption
 from .curves import (
     candidate_figure,
@@ -127,6 +127,7 @@ def result_graph_html(
             result.graph, result.scores, circuit, labels, result.task, estimates_metric
         )
         options["caption_key"] = CAPTION_KEY if estimates_metric else LENS_CAPTION_KEY
+    options.setdefault("file_notes", [task_note(result.task)])  # the file names its task
     return circuit_graph_html(
         result.graph,
         result.scores,
@@ -160,6 +161,19 @@ def graph_title(result, budget: int, circuit, ndf=None, edited=None) -> str:
     # the answer as a word ("Mary"): the title read "→ ' Mary'", the token's leading space in its quotes
     prompt = f"{title_quoted(result.task.clean)} → {read_token(result.task.answer)}"
     return f"{result.model_id} · {result.method} · {method} · prompt: {prompt}"
+
+
+def task_note(task) -> str:
+    """What a drawing's NDF was measured on, for a file read without the page (which shows the
+    task above its figures): the metric and the corrupted prompt; the graph files of both views
+    (edges, and over positions) carry it. Prompts as ``repr`` writes
+    them (user text: escaped where it is drawn)."""
+    if task.metric == "logit_diff":
+        metric = f"the logit difference of {task.answer!r} over {joined([repr(f) for f in task.foils])}"
+    else:
+        metric = f"{'log p' if task.metric == 'logprob' else 'p'}({task.answer!r})"
+    corrupted = f"; the corrupted prompt: {task.corrupted!r}" if task.corrupted else ""
+    return f"The metric: {metric}{corrupted}."
 
 
 def meaningful_captions(spec, scores, mask, labels, task, estimates_metric: bool = True) -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -342,6 +342,7 @@ def circuit_graph_html(
     neurons: Sequence[Mapping[str, object]] = (),
     grid: Sequence[float] | None = None,
     placed: Iterable[str] | None = None,
+    file_notes: Sequence[str] = (),
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores``, drawn in the field's layered
     layout (``node_position``) as a ``VisGraph`` and its standalone page.
@@ -365,7 +366,10 @@ def circuit_graph_html(
     its own in its layer row, right of it, tied to it by a line as wide as |score|. ``grid``: the
     smallest (column width, row height) of the layout; circuits drawn side by side are given the
     largest of their ``GraphDrawing.grid`` (a circuit whose names carry no caption has shorter
-    rows and narrower columns, and was drawn smaller beside one with captions). ``height_px``,
+    rows and narrower columns, and was drawn smaller beside one with captions). ``file_notes``:
+    sentences the standalone page (a downloaded or written file, read without the page) needs
+    and the app shows elsewhere, first among its notes (the task its NDF was measured on: the
+    title gave "NDF 0.22" of a foil and a corrupted prompt the file never named). ``height_px``,
     ``layout_width`` and ``frame_width`` are kept for callers; the drawing fits any frame.
     """
     del height_px, layout_width, frame_width  # the drawing is fitted to its frame in the browser
@@ -509,7 +513,8 @@ def circuit_graph_html(
         graph.edges = route_around(graph.nodes, graph.edges, active, margin=column_width / 2)
     graph.frame = curves_frame(graph)  # a curve beside the nodes is shown whole
     return GraphDrawing(
-        html=standalone_page(graph),
+        # the file: also what it needs to be read alone (``file_notes``; the page says it elsewhere)
+        html=standalone_page(replace(graph, notes=[*file_notes, *graph.notes])),
         height=frame_height(graph, 1000, 60 + 18 * len(notes)),
         nodes=names,
         edges=drawn,

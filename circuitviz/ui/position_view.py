@@ -24,7 +24,8 @@ from ..export.neuronpedia import (
     to_neuronpedia,
 )
 from ..positions.graph import n_units
-from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph, task_note
+from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph
+from ..render import task_note
 from ..render.attribution_graph import attribution_graph_html
 from ..render.curve_notes import dip_note_of_units
 from ..render.explain import explain_position_circuit
