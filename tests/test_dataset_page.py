@@ -181,7 +181,7 @@ def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
 def test_the_atlas_curve_ticks_its_budgets():
     """The band chart's log axis was ticked at the powers of ten only: a chart of budgets 10 to 500
     read '10, 100' (500 unticked), and MMLU's first point, at 21, had no tick. Every budget with a
-    point is ticked where its label has room on a 1,000 px page's plot (460 px), as Explore's
+    point is ticked where its label has room on a 1,000 px page's plot (570 px), as Explore's
     curve is, the slider's budget (the dotted line) first; never plotly's own '2, 5' ticks."""
     from circuitviz.render.atlas import band_figure
 
@@ -195,6 +195,10 @@ def test_the_atlas_curve_ticks_its_budgets():
     assert ticks((10, 50, 200, 1000)) == ["10", "50", "100", "200", "1k"]  # 100 between 50 and 200
     mmlu = ticks((21, 52, 134, 310, 1034, 5347, 10342), current=134)  # the stored MMLU atlas's grid
     assert mmlu[:5] == ["21", "52", "134", "310", "1,034"] and mmlu[-1] == "10,342"
+    # the stored IOI atlas's MIB budgets at 1,000 px: the page's narrower side margins (24 px)
+    # give the plot 572 px, and 2,068 and 5,171, left unticked on the 460 px it had, have room
+    ioi = ticks((10, 20, 51, 103, 206, 517, 1034, 2068, 5171, 10342), current=103)
+    assert ioi == ["10", "20", "51", "103", "206", "517", "1,034", "2,068", "5,171", "10,342"], ioi
     # where labels would meet, the slider's budget is kept before its neighbours
     crowded = [20 + 20 * i for i in range(24)]
     assert "260" in ticks(crowded, current=260) and "260" not in ticks(crowded)

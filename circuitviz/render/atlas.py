@@ -60,8 +60,10 @@ def _axis_title(series: Mapping, over_positions: Collection[str]) -> str:
     return "edge budget (log scale)"
 
 
-# the band chart's plot on a 1,000 px page (462 px in Chromium): its ticks are spaced for it
-BAND_PLOT_PX = 460
+# the band chart's plot on a 1,000 px page (572 px in Chromium since the page's side margins
+# shrink there to 24 px; 462 px with Streamlit's 80 px, when the stored IOI atlas's 2,068 and 5,171
+# lost their ticks): its ticks are spaced for it
+BAND_PLOT_PX = 570
 
 
 def band_figure(
