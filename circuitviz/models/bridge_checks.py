@@ -59,9 +59,9 @@ def refuse_divergent(architecture: str) -> None:
     residual stream is no sum of writers."""
     if architecture in NO_RESIDUAL_SUM:
         raise ModelLoadError(
-            f"{NO_RESIDUAL_SUM[architecture]} ({architecture}), so no sum of its heads' and MLPs' "
-            "outputs reaches the unembedding and circuit edges have nothing to add up to; use a "
-            "model whose residual stream sums its blocks' outputs (GPT-2 and the families after it)."
+            f"{NO_RESIDUAL_SUM[architecture]} ({architecture}), so its heads' and MLPs' outputs "
+            "do not add up to what the unembedding reads; use a model whose residual stream sums "
+            "them (GPT-2 and the families after it)."
         )
     if architecture in DIVERGENT:
         raise ModelLoadError(
