@@ -6,6 +6,7 @@ widget, its sliders), kept apart so the test reads as the flows a user goes thro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -370,3 +371,26 @@ def stop_app(server) -> None:
         server.wait(timeout=20)
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's: the tests never download a browser
+
+
+@contextlib.contextmanager
+def chromium_on_app(cache: Path, log_name: str = "streamlit.log"):
+    """(the URL, a headless Chromium) of the app served on ``cache`` (``serve_app``) for a test's
+    block; the browser and the server are stopped after it, whatever it raised."""
+    from playwright.sync_api import sync_playwright
+
+    url, server = serve_app(cache, log_name)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--headless", "--no-sandbox"]
+            )
+            try:
+                yield url, browser
+            finally:
+                browser.close()
+    finally:
+        stop_app(server)

@@ -14,13 +14,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from browser_page import OUTPUT, button_ready, graph_problems, serve_app, settled, stop_app, wait_for
+from browser_page import CHROMIUM, OUTPUT, button_ready, chromium_on_app, graph_problems, settled, wait_for
 from fresh_cache import fresh_cache
 
 from circuitviz.render.vis import HELD_LABEL_PX
 from circuitviz.ui.navigation import PAGE_MARGINS_CSS, page_margin_px
 
-CHROMIUM = "/usr/bin/chromium"
 SIDEBAR_PX = 300  # Streamlit's sidebar, open
 WAIT_MS = 15 * 60 * 1000
 IOI = {
@@ -62,29 +61,22 @@ def test_every_page_gets_the_margins():
 def test_smollm2_circuits_are_readable_in_a_1000_px_window(tmp_path_factory):
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    url, server = serve_app(fresh_cache(tmp_path_factory.mktemp("cache")), "streamlit-margins.log")
-    try:
-        with playwright_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=["--headless", "--no-sandbox"]
-            )
-            page = browser.new_page(viewport={"width": 1000, "height": 1200})
-            page.goto(f"{url}/?{urllib.parse.urlencode(IOI)}")
-            wait_for(page, button_ready("Run"), WAIT_MS)
-            settled(page)
-            page.get_by_role("button", name="Run", exact=True).first.click()
-            wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
-            settled(page)
-            for width in (1000, 1500, 2000):
-                page.set_viewport_size({"width": width, "height": 1200})
-                page.wait_for_timeout(1500)
-                seen = page.evaluate(PAGE)
-                expected = width - SIDEBAR_PX - 2 * page_margin_px(width)
-                assert abs(seen["content"] - expected) < 1, (width, seen)
-                assert not graph_problems(page), (width, graph_problems(page)[:5])  # nothing clipped
-                assert min(seen["labels"]) >= HELD_LABEL_PX, (width, seen)
-                page.screenshot(path=str(OUTPUT / f"margins-explore-smollm2-{width}.png"))
-            browser.close()
-    finally:
-        stop_app(server)
+    pytest.importorskip("playwright.sync_api")
+    cache = fresh_cache(tmp_path_factory.mktemp("cache"))
+    with chromium_on_app(cache, "streamlit-margins.log") as (url, browser):
+        page = browser.new_page(viewport={"width": 1000, "height": 1200})
+        page.goto(f"{url}/?{urllib.parse.urlencode(IOI)}")
+        wait_for(page, button_ready("Run"), WAIT_MS)
+        settled(page)
+        page.get_by_role("button", name="Run", exact=True).first.click()
+        wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+        settled(page)
+        for width in (1000, 1500, 2000):
+            page.set_viewport_size({"width": width, "height": 1200})
+            page.wait_for_timeout(1500)
+            seen = page.evaluate(PAGE)
+            expected = width - SIDEBAR_PX - 2 * page_margin_px(width)
+            assert abs(seen["content"] - expected) < 1, (width, seen)
+            assert not graph_problems(page), (width, graph_problems(page)[:5])  # nothing clipped
+            assert min(seen["labels"]) >= HELD_LABEL_PX, (width, seen)
+            page.screenshot(path=str(OUTPUT / f"margins-explore-smollm2-{width}.png"))
