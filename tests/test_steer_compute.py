@@ -19,7 +19,15 @@ def test_compute_it_on_explore_runs_a_prompt_that_had_no_corrupted_prompt(tmp_pa
     _tiny_app_with_an_sae(tmp_path, monkeypatch)
     link = {name: value for name, value in QUERY.items() if name != "corrupted"}
     at = _steer_from_link(link, tmp_path / "sae")
-    assert steer.NO_CIRCUIT in [c.value for c in at.caption]
+    said = [c.value for c in at.caption]
+    # the link names no corrupted prompt: Steer says it could not look one up, not "nor stored"
+    assert steer.NO_CIRCUIT not in said
+    assert any(
+        c.startswith(
+            "No circuit of this prompt is open in this session, and the link names no corrupted prompt"
+        )
+        for c in said
+    ), said
     next(b for b in at.button if b.label == "Compute it on Explore").click()
     at.run()
     assert not at.exception, at.exception

@@ -8,7 +8,7 @@ import streamlit as st
 from ..core.scripts import FONTLESS as FONTLESS  # the Steer page's names, kept where they were
 from ..core.scripts import FONTLESS_HELP, readable
 from ..core.scripts import script_of as script_of
-from ..core.text import counted, cut, markdown_text, shown_token
+from ..core.text import counted, cut, joined, markdown_text, shown_token
 from . import kept_results, state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -387,14 +387,34 @@ def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
     return kept_results.stored_result(request)
 
 
-NO_CIRCUIT = (
-    "No circuit of this prompt is open in this session, nor stored by this version of circuitviz "
-    "(results are kept per version of its code, so one computed before the code changed is computed "
-    "again): Compute it on Explore runs it there with this prompt, answer, foil, method, settings and "
+COMPUTE_IT = (
+    "Compute it on Explore runs it there with this prompt, answer, foil, method, settings and "
     "budgets (and, where no corrupted prompt is given, the one Explore would propose, named there; "
     "where none can be proposed, Explore asks you to write it), and Steer labels it when you come back; "
     "or type the nodes to label: heads as a3.h0 (layer 3, head 0), MLPs as m5 (layer 5)."
 )
+NO_CIRCUIT = (
+    "No circuit of this prompt is open in this session, nor stored by this version of circuitviz "
+    "(results are kept per version of its code, so one computed before the code changed is computed "
+    f"again): {COMPUTE_IT}"
+)
+
+
+def no_circuit_sentence() -> str:
+    """``NO_CIRCUIT``, or where the link lacks what a stored circuit is found by (``stored_circuit``:
+    its corrupted prompt, method, budgets) a sentence that says so: a link with the prompt, answer and
+    foil alone read "nor stored by this version" of a circuit the store held, which Steer had not
+    looked for (Explore's default run of that prompt, found by Explore's own link)."""
+    session = state.session
+    parts = {"corrupted prompt": session.corrupted, "method": session.method, "budgets": session.budgets}
+    missing = [name for name, value in parts.items() if not value]
+    if not missing:
+        return NO_CIRCUIT
+    return (
+        f"No circuit of this prompt is open in this session, and the link names no {joined(missing)}, "
+        "by which a stored one is found (Explore reads one computed before when it runs the same inputs): "
+        f"{COMPUTE_IT}"
+    )
 
 
 def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
