@@ -57,3 +57,26 @@ def test_an_opened_task_runs_even_where_its_request_was_cancelled_before(tmp_pat
     at.run()
     assert not at.exception, at.exception
     assert at.session_state["results"].get("eap") is not None
+
+
+def test_a_link_without_method_or_budgets_finds_explores_default_run(tmp_path, monkeypatch):
+    """A Steer link with the prompt, corrupted prompt, answer and foil but no method or budgets
+    said no circuit was stored ("nor stored by this version") while Explore's default run of them
+    was: Steer looks it up as Explore opened on that link runs it (the default method, the model's
+    default budgets) and labels it."""
+    from explore_session import LINK, explore_session, run_it
+    from test_labels import _steer_from_link, _tiny_app_with_an_sae
+
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.ui import steer
+
+    _tiny_app_with_an_sae(tmp_path, monkeypatch)
+    link = {name: value for name, value in LINK.items() if name != "budgets"}  # and no method
+    explored = run_it(explore_session(link))  # Explore's defaults: stored under them
+    assert not explored.exception, explored.exception
+    loaders._REMEMBERED.clear()
+    at = _steer_from_link(link, tmp_path / "sae")  # a new browser: no session, the link alone
+    said = [c.value for c in at.caption]
+    assert steer.NO_CIRCUIT not in said and not any(
+        c.startswith("No circuit of this prompt") for c in said
+    ), said

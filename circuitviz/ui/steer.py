@@ -8,7 +8,7 @@ import streamlit as st
 from ..core.scripts import FONTLESS as FONTLESS  # the Steer page's names, kept where they were
 from ..core.scripts import FONTLESS_HELP, readable
 from ..core.scripts import script_of as script_of
-from ..core.text import counted, cut, joined, markdown_text, shown_token
+from ..core.text import counted, cut, markdown_text, shown_token
 from . import kept_results, state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -362,17 +362,24 @@ def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
     in a new browser said no circuit had been computed while the store held one. Never computes."""
     from ..core.tasks import PromptTask
     from ..entry.api import parse_budgets
-    from ..methods import available_methods
+    from ..methods import available_methods, default_method
+    from .budget_box import budgets_text, default_budgets, graph_edge_total
     from .forms import build_config
     from .inputs import task_foils
     from .loaders import request_for
 
     session = state.session
-    method = available_methods().get(session.method or "")
-    if method is None or not session.corrupted or not session.budgets:
+    methods = available_methods()
+    # a link without a method or budgets is looked up as Explore opened on it runs it: the default
+    # method and the model's default budgets (a link with the prompt, corrupted prompt, answer and
+    # foil said nothing was stored while Explore's default run of them was)
+    method = methods.get(session.method or default_method(list(methods)))
+    if method is None or not session.corrupted:
         return None
     try:
-        budgets = parse_budgets(session.budgets, least=1)
+        budgets = parse_budgets(
+            session.budgets or budgets_text(default_budgets(graph_edge_total(model))), least=1
+        )
     except ValueError:
         return None
     config, problem = build_config(method, state.method_settings(state.Session.settings.key, method.name))
@@ -401,18 +408,15 @@ NO_CIRCUIT = (
 
 
 def no_circuit_sentence() -> str:
-    """``NO_CIRCUIT``, or where the link lacks what a stored circuit is found by (``stored_circuit``:
-    its corrupted prompt, method, budgets) a sentence that says so: a link with the prompt, answer and
-    foil alone read "nor stored by this version" of a circuit the store held, which Steer had not
-    looked for (Explore's default run of that prompt, found by Explore's own link)."""
-    session = state.session
-    parts = {"corrupted prompt": session.corrupted, "method": session.method, "budgets": session.budgets}
-    missing = [name for name, value in parts.items() if not value]
-    if not missing:
+    """``NO_CIRCUIT``, or where the link names no corrupted prompt (``stored_circuit`` finds a stored
+    circuit by it; a missing method or budgets are Explore's defaults) a sentence that says so: a
+    link with the prompt, answer and foil alone read "nor stored by this version" of a circuit the
+    store held, which Steer had not looked for (Explore's default run of that prompt)."""
+    if state.session.corrupted:
         return NO_CIRCUIT
     return (
-        f"No circuit of this prompt is open in this session, and the link names no {joined(missing)}, "
-        "by which a stored one is found (Explore reads one computed before when it runs the same inputs): "
+        "No circuit of this prompt is open in this session, and the link names no corrupted prompt, by "
+        "which a stored one is found (Explore reads one computed before when it runs the same inputs): "
         f"{COMPUTE_IT}"
     )
 
