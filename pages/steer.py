@@ -128,7 +128,8 @@ if result is not None:
         )
     )
 else:
-    st.caption(steer.no_circuit_sentence())  # a link opened after a code change finds none stored: said, and run
+    # a link opened after a code change finds none stored: said, and run
+    st.caption(steer.no_circuit_sentence())
     if st.button("Compute it on Explore", key="steer.explore"):
         steer.compute_on_explore(model, prompt, answer, foil)
     nodes_field = state.Session.steer_nodes  # in the link (``nodes``) unless the example's own
