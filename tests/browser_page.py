@@ -374,6 +374,13 @@ def stop_app(server) -> None:
 
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's: the tests never download a browser
+# the IOI example as a link gives it to the embedded models' pages (the Chromium tests' task)
+IOI_LINK = {
+    "prompt": "When Mary and John went to the store, John gave a drink to",
+    "corrupted": "When Alice and Bob went to the store, Carl gave a drink to",
+    "answer": " Mary",
+    "foil": " John",
+}
 
 
 @contextlib.contextmanager

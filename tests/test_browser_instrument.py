@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from browser_page import (
+    IOI_LINK,
     OUTPUT,
     button_ready,
     click_node,
@@ -43,12 +44,7 @@ pytestmark = [
 playwright_api = pytest.importorskip("playwright.sync_api")
 WIDTHS = (1000, 1500, 2000)
 WAIT_MS = 15 * 60 * 1000
-IOI = {
-    "prompt": "When Mary and John went to the store, John gave a drink to",
-    "corrupted": "When Alice and Bob went to the store, Carl gave a drink to",
-    "answer": " Mary",
-    "foil": " John",
-}
+IOI = IOI_LINK
 
 
 @pytest.fixture(scope="module")

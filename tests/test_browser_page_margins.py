@@ -14,7 +14,16 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from browser_page import CHROMIUM, OUTPUT, button_ready, chromium_on_app, graph_problems, settled, wait_for
+from browser_page import (
+    CHROMIUM,
+    IOI_LINK,
+    OUTPUT,
+    button_ready,
+    chromium_on_app,
+    graph_problems,
+    settled,
+    wait_for,
+)
 from fresh_cache import fresh_cache
 
 from circuitviz.render.vis import HELD_LABEL_PX
@@ -22,13 +31,7 @@ from circuitviz.ui.navigation import PAGE_MARGINS_CSS, page_margin_px
 
 SIDEBAR_PX = 300  # Streamlit's sidebar, open
 WAIT_MS = 15 * 60 * 1000
-IOI = {
-    "model": "smollm2-135m",
-    "prompt": "When Mary and John went to the store, John gave a drink to",
-    "corrupted": "When Alice and Bob went to the store, Carl gave a drink to",
-    "answer": " Mary",
-    "foil": " John",
-}
+IOI = {"model": "smollm2-135m", **IOI_LINK}
 # the main column's width for its content and the smallest label of each drawing, px
 PAGE = """() => { const block = document.querySelector('[data-testid="stMainBlockContainer"]');
   const style = getComputedStyle(block);
