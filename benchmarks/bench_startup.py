@@ -88,6 +88,51 @@ def _process_cpu(pid: int) -> float | None:
         return None
 
 
+def source_copy(root: Path, into: Path) -> Path:
+    """A copy of the checkout ``root``'s files (git's tracked and untracked ones, none it ignores)
+    in ``into``, without any bytecode: the server of a start without bytecode runs from it, so the
+    checkout's own ``__pycache__`` folders are never touched (``--no-bytecode`` deleted them until
+    2026-12-07, and every later start of anyone using the checkout compiled the package again)."""
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=False,
+    )
+    into.mkdir(parents=True, exist_ok=True)
+    if listed.returncode != 0:  # not a git checkout: everything but bytecode and environments
+        ignored = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", ".venv", "*.egg-info")
+        shutil.copytree(root, into, ignore=ignored, dirs_exist_ok=True)
+        return into
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = root / name
+        if "__pycache__" in Path(name).parts or name.endswith(".pyc") or not source.is_file():
+            continue  # a file git lists that was deleted since, or bytecode someone committed
+        (into / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, into / name)
+    return into
+
+
+def server_environment(root: Path, cache: Path, bytecode: bool = True) -> tuple[Path, dict]:
+    """(the folder the server starts in, its environment). Without ``bytecode``, the server runs
+    from a copy of the checkout without bytecode (``source_copy``, in a new temporary folder) and
+    writes none (``PYTHONDONTWRITEBYTECODE``), so the package compiles from source at every start,
+    as before `make app` compiled it, while the installed libraries keep their bytecode (an
+    empty ``PYTHONPYCACHEPREFIX`` would compile torch and every other library too)."""
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "CIRCUITVIZ_CACHE": str(cache),
+        "CIRCUITVIZ_STARTUP_LOG": "1",
+    }
+    where = root
+    if not bytecode:
+        where = source_copy(root, Path(tempfile.mkdtemp(prefix="circuitviz-source-")))
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONPATH"] = str(where)
+    return where, env
+
+
 def one_start(
     browser,
     cache: Path,
@@ -98,16 +143,11 @@ def one_start(
 ) -> dict:
     """Start the server of the checkout ``root`` on ``cache``, open the page, return the seconds
     of each milestone; ``bytecode``: bring the package's bytecode up to date first, as `make app`
-    does (off: every module compiled in memory at each start, where PYTHONDONTWRITEBYTECODE is set);
-    ``open_at``: open the page that many seconds after the start, not when the server answers."""
+    does (off: the server runs from a copy of the checkout without bytecode and compiles the
+    package in memory, ``server_environment``; the checkout is not touched); ``open_at``: open the
+    page that many seconds after the start, not when the server answers."""
     port = _free_port()
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "CIRCUITVIZ_CACHE": str(cache),
-        "CIRCUITVIZ_STARTUP_LOG": "1",
-    }
+    where, env = server_environment(root, cache, bytecode)
     command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
@@ -124,8 +164,8 @@ def one_start(
         figures["bytecode_s"] = time.perf_counter() - start
         server = subprocess.Popen(
             command,
-            cwd=root,
-            env={**env, "PYTHONPATH": str(root)},
+            cwd=where,
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -164,6 +204,8 @@ def one_start(
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
+            if where != root:  # the copy without bytecode: one a start
+                shutil.rmtree(where, ignore_errors=True)
     figures["load_after"] = _load_average()
     figures["phases"] = _phases(log_path)
     return figures
@@ -235,8 +277,8 @@ def main() -> None:
     parser.add_argument(
         "--no-bytecode",
         action="store_true",
-        help="start the server without `make app`'s bytecode step, and with the package's bytecode "
-        "deleted first (as before 2026-12-06)",
+        help="start the server without `make app`'s bytecode step, from a copy of the checkout "
+        "without bytecode in a temporary folder (as before 2026-12-06); the checkout is not touched",
     )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -246,9 +288,6 @@ def main() -> None:
     print(f"cache {cache}; {os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     starts: list[tuple[str, dict]] = []
     bytecode = not args.no_bytecode
-    if not bytecode:
-        for folder in (args.root / "circuitviz").rglob("__pycache__"):
-            shutil.rmtree(folder)
     options = {"root": args.root, "bytecode": bytecode, "open_at": args.open_at}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
