@@ -581,7 +581,7 @@ def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the
     said = " ".join([acc["legend"], acc["legend_more"]])
     assert "carries the answer" not in said and "against the answer" not in said
     assert "does not estimate the change of the answer's metric" in acc["legend_more"]
-    assert "carries the answer" in eap["legend"] and "works against the answer" in eap["legend_more"]
+    assert "dashed: works against the answer" in eap["legend"] and "carries the answer" in eap["legend_more"]
     # under a name: a lens token at most, never an estimated effect ("+1.2") for ACC++
     captions = [n["label"].split("\n")[1] for n in acc["nodes"] if "\n" in str(n.get("label", ""))]
     assert not [c for c in captions if re.fullmatch(r"[+-][\d.e+-]+", c.strip())]

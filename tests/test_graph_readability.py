@@ -179,9 +179,8 @@ def test_the_edge_graphs_key_names_only_the_colours_it_draws():
 
 
 def test_the_position_graphs_key_line_says_what_a_dash_is():
-    """Explore's edge graph dashes the edges that carry the answer and says so on its key line;
-    the graph over positions (the same page with "positions" ticked) dashes the links that work
-    against it and said so only on the key's hover, so a dash read as the edge graph's."""
+    """The graph over positions (Explore with "positions" ticked) dashes the links that work
+    against the answer and said so only on the key's hover; its key line says so now."""
     from circuitviz.positions.view import AttributionGraph, GraphLink, GraphNode
     from circuitviz.render.attribution_graph import attribution_graph_html
 
@@ -195,3 +194,73 @@ def test_the_position_graphs_key_line_says_what_a_dash_is():
     assert "dashed: works against the answer" in attribution_graph_html(graph).vis.legend
     own = attribution_graph_html(graph, estimates_metric=False).vis.legend
     assert "dashed: a negative score" in own and "against the answer" not in own
+
+
+def _one_position_circuit(estimates_metric: bool):
+    """One circuit drawn both ways: the edge graph of its scores and the graph over its one token
+    position, with the edges of either sign (the same units, so the same dashes are due)."""
+    from circuitviz.positions.view import from_position_circuit
+    from circuitviz.render.attribution_graph import attribution_graph_html
+
+    names = ["input->a0.h1<q>", "a0.h1->m1", "m1->a2.h0<v>", "a2.h0->logits", "input->m1", "m1->logits"]
+    values = [0.5, -2.0, 1.0, -4.0, 0.3, 1.5]
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
+    mask = torch.zeros(SPEC.n_forward, SPEC.n_backward, dtype=torch.bool, device="cpu")
+    forward, backward = SPEC.edge_index
+    for name, value in zip(names, values):
+        index = SPEC.edge_names.index(name)
+        scores[forward[index], backward[index]] = value
+        mask[forward[index], backward[index]] = True
+    edges = render.circuit_graph_html(SPEC, scores, mask, estimates_metric=estimates_metric)
+    graph = from_position_circuit(SPEC, scores[..., None], mask[..., None], ["a"])
+    if not estimates_metric:  # a method's own scores are drawn as they are, not as a rise of the metric
+        import dataclasses
+
+        links = [dataclasses.replace(link, weight=-link.weight) for link in graph.links]
+        graph = dataclasses.replace(graph, links=links)
+    positions = attribution_graph_html(graph, estimates_metric=estimates_metric)
+    return dict(zip(names, values)), edges, positions
+
+
+def _dashed_units(drawing, positions: bool) -> set[str]:
+    if not positions:
+        return {edge["id"] for edge in drawing.vis.edges if edge["dashes"]}
+    by_index = {int(edge["id"].rsplit("#", 1)[1]): edge for edge in drawing.vis.edges}
+    return {drawing.edges[i].name.removesuffix("@0") for i, edge in by_index.items() if edge["dashes"]}
+
+
+def test_a_dash_means_the_same_in_the_edge_graph_and_the_graph_over_positions():
+    """Explore's edge graph dashed the edges of negative score, for the EAP family those the
+    answer relies on, while the graph over positions dashes the links that work against the
+    answer: a user switching views read one dash two opposite ways. Both dash the edges of positive
+    score now (corrupting one raises the metric), and their keys and hovers say the same."""
+    values, edges, positions = _one_position_circuit(estimates_metric=True)
+    against = {name for name, value in values.items() if value > 0}
+    assert _dashed_units(edges, positions=False) == against
+    assert _dashed_units(positions, positions=True) == against
+    for drawing in (edges, positions):
+        assert "dashed: works against the answer" in drawing.vis.legend, drawing.vis.legend
+        assert "carries the answer" not in drawing.vis.legend
+    assert "Dashed: a positive score (corrupting the edge raises the metric: it works against" in (
+        edges.vis.legend_more
+    )
+    titles = {edge["id"]: edge["title"] for edge in edges.vis.edges}
+    assert "(positive: it works against the answer)" in titles["m1->logits"]
+    assert "(negative: it carries the answer)" in titles["a2.h0->logits"]
+    # the file a user downloads keys its dashes the same way
+    assert "dashed: works against the answer" in edges.html
+
+
+def test_a_methods_own_scores_are_dashed_alike_and_said_to_be_its_own():
+    """Where the scores are the method's own (CircuitLasso's, ACC++'s), neither drawing may say a
+    dashed edge works against the answer: both dash a negative score, and say it is the method's."""
+    values, edges, positions = _one_position_circuit(estimates_metric=False)
+    negative = {name for name, value in values.items() if value < 0}
+    assert _dashed_units(edges, positions=False) == negative
+    assert _dashed_units(positions, positions=True) == negative
+    for drawing in (edges, positions):
+        said = drawing.vis.legend + drawing.vis.legend_more
+        assert "dashed: a negative score" in drawing.vis.legend
+        assert "against the answer" not in said and "carries the answer" not in said
+    titles = " ".join(edge["title"] for edge in edges.vis.edges)
+    assert "the method's own score, not an effect on the metric" in titles and "answer" not in titles

@@ -49,8 +49,9 @@ def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
     assert by_pair[("input", "a0.h1")]["color"]["color"] == KIND_COLOURS["q"]
     assert by_pair[("m1", "a2.h0")]["color"]["color"] == KIND_COLOURS["v"]
     assert by_pair[("a0.h1", "m1")]["color"]["color"] == KIND_COLOURS["mlp"]
-    assert by_pair[("a0.h1", "m1")]["dashes"]  # negative score: a [dash, gap] pattern
-    assert by_pair[("a2.h0", "logits")]["dashes"] is False
+    # dashed: works against the answer (a positive score), as the graph over positions dashes
+    assert by_pair[("a2.h0", "logits")]["dashes"]  # a [dash, gap] pattern
+    assert by_pair[("a0.h1", "m1")]["dashes"] is False  # negative: the answer relies on it
     # width grows with |score|: the strongest edge is the widest
     assert (
         by_pair[("a2.h0", "logits")]["width"]
@@ -781,16 +782,16 @@ def test_a_nodes_plus_x_caption_is_its_effect_at_every_budget():
 
 
 def test_a_wide_dashed_edge_keeps_visible_gaps():
-    """The strongest edge carrying the answer is the widest and dashed: vis's fixed 5-pixel dashes
-    closed up at that width and it read as solid (the legend's other meaning). Its gaps grow with
-    the width, wider than the line itself."""
+    """The strongest edge working against the answer is the widest and dashed: vis's fixed 5-pixel
+    dashes closed up at that width and it read as solid (the legend's other meaning). Its gaps grow
+    with the width, wider than the line itself."""
     from circuitviz.render.graph_html import dash_pattern
 
     scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
     strong, weak = SPEC.edge_names.index("a2.h0->logits"), SPEC.edge_names.index("a0.h1->m1")
     forward, backward = SPEC.edge_index
-    scores[forward[strong], backward[strong]] = -4.0
-    scores[forward[weak], backward[weak]] = -0.1
+    scores[forward[strong], backward[strong]] = 4.0
+    scores[forward[weak], backward[weak]] = 0.1
     _, edges = _data(render.circuit_graph_html(SPEC, scores, _mask("a2.h0->logits", "a0.h1->m1")).html)
     for edge in edges:
         dash, gap = edge["dashes"]

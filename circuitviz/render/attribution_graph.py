@@ -228,8 +228,8 @@ def legend_line(
     )
     # an imported graph's links feed no input we can name: no colour key at all
     feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""
-    # the dashes' meaning on the line itself: the edge graph beside it (positions off) dashes the
-    # edges that carry the answer, this one the links that work against it, and said so on hover only
+    # the dashes' meaning on the line itself (said on the key's hover only until 2026-12-07), the
+    # same as the edge graph's beside it (positions off), which dashed the edges that carry the answer
     dashed = "works against the answer" if estimates_metric else "a negative score"
     line = (
         f"x: token, y: layer; {feeds}bold: {_escape(bold) if bold else 'strongest paths'}; dashed: {dashed}"

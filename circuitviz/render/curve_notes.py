@@ -115,7 +115,7 @@ def _against_sentence(result) -> str:
     return (
         f"Edges are added by |score| whatever their sign, and by the scores' estimate {against:,} "
         f"{'edge works' if against == 1 else 'edges work'} against the answer ({what}: corrupting one "
-        "would raise the metric; solid in the graph), so a larger circuit can take in edges that "
+        "would raise the metric; dashed in the graph), so a larger circuit can take in edges that "
         "cancel others"
     )
 

@@ -89,7 +89,7 @@ def legend_sentence(
     It said "The coloured paths carry the most; purple boxes are groups of parts that work
     together" for every circuit: on the Gallery's Edge Pruning circuits, whose scores are mask
     values of 0.99-1.0, beside a box of late heads grouped by their depth alone, and with no box;
-    and on EAP's, of a path through a head that promotes the foil (a solid edge: against the answer)."""
+    and on EAP's, of a path through a head that promotes the foil (an edge against the answer)."""
     parts = []
     if n_paths:
         one = n_paths == 1  # "The path drawn in full colour have the highest scores" (ACC++ on IOI)

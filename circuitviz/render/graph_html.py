@@ -7,7 +7,7 @@ fullest row needs (``packed_columns``), every column as wide as the widest label
 boxes overlap, and the drawing is fitted to its frame (``render.vis``); an edge that would run
 behind a node it does not join is bent around it (``render.routing``). Edge colour says which
 input of the destination the edge feeds (q, k, v, MLP, logits), width says |score|, dashes mark
-negative scores; the legend is one line, the rest of the key on its hover. Each node can carry a
+an edge that works against the answer (``dashed``, as the graph over token positions); the legend is one line, the rest of the key on its hover. Each node can carry a
 caption under its name (what it does: its top promoted token, or its strongest SAE feature), and
 names can be written in words ("layer 12, head 2", on the canvas the layer over the head). Hovering a node shows its name, layer/head,
 its summed score in this circuit (what it sums, what its sign means) and labels; hovering an edge its source, destination, kind and score.
@@ -108,10 +108,18 @@ def canvas_words(spec: GraphSpec, name: str) -> str:
     return words.replace(", ", "\n") if _HEAD_NAME.match(name) else words.replace(" MLP", "\nMLP")
 
 
+def dashed(score: float, estimates_metric: bool = True) -> bool:
+    """Whether an edge of this score is drawn dashed: one that works against the answer (corrupting
+    it raises the metric: a positive score) where scores estimate the metric's change, as the graph
+    over token positions dashes its links; else a negative score, the method's own. Until
+    2026-12-07 this graph dashed the edges that carry the answer, the positions graph the others."""
+    return score > 0 if estimates_metric else score < 0
+
+
 def dash_pattern(negative: bool, width: float) -> list[float] | bool:
     """vis-network's ``dashes`` for an edge of this width: False for a solid line, else [dash, gap]
     in pixels grown with the width. vis's fixed 5-pixel pattern closed up on a wide line, so the
-    strongest edge that carries the answer (drawn dashed) read as solid, the other meaning."""
+    strongest dashed edge read as solid, the other meaning."""
     if not negative:
         return False
     return [round(6 + 2.5 * width, 1), round(5 + 2 * width, 1)]
@@ -237,8 +245,12 @@ def _node_title(
     return "<br>".join(lines)
 
 
-def _edge_title(edge: GraphEdge) -> str:
+def _edge_title(edge: GraphEdge, estimates_metric: bool = True) -> str:
     sign = "positive" if edge.score >= 0 else "negative"
+    if not estimates_metric:
+        sign += ": the method's own score, not an effect on the metric"
+    else:  # what the sign means, as the graph over positions says of its links
+        sign += ": it works against the answer" if edge.score > 0 else ": it carries the answer"
     return "<br>".join(
         [
             f"<b>{_escape(edge.name)}</b>",
@@ -266,7 +278,7 @@ def legend_line(
         if kind in shown
     )
     width = _escape(width_key) if width_key else "|score|"
-    sign = "; dashed: carries the answer" if estimates_metric else "; dashed: a negative score"
+    sign = "; dashed: works against the answer" if estimates_metric else "; dashed: a negative score"
     feeds = f"edge colour = the input it feeds: {swatches} " if swatches else ""  # no edge: no colour
     line = f"{feeds}width: {width}" + ("" if width_key else sign)
     more = (
@@ -285,8 +297,8 @@ def legend_line(
     else:
         more += (
             " Width: |score|, the estimated change of the answer's metric if the edge is corrupted. "
-            "Dashed: a negative score (corrupting the edge lowers the metric: it carries the answer); "
-            "solid: positive (it works against the answer)."
+            "Dashed: a positive score (corrupting the edge raises the metric: it works against the "
+            "answer), as in the graph over token positions; solid: negative (it carries the answer)."
         )
     return line, more
 
@@ -482,10 +494,10 @@ def circuit_graph_html(
                 "id": edge.name,
                 "from": edge.source,
                 "to": edge.target,
-                "title": _edge_title(edge),
+                "title": _edge_title(edge, estimates_metric),
                 "color": {"color": colour, "opacity": 1.0 if lit else (0.35 if others == "colour" else 0.6)},
                 "width": width,
-                "dashes": dash_pattern(edge.score < 0, width),
+                "dashes": dash_pattern(dashed(edge.score, estimates_metric), width),
                 "smooth": {"type": "curvedCW", "roundness": roundness} if roundness else False,
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
@@ -497,7 +509,7 @@ def circuit_graph_html(
         line += "; dots: an MLP's top neurons"
         more += (
             " Dots right of an MLP: its neurons of largest |score| (orange: negative score, it carries "
-            "the answer; green: it works against it), size and line width by |score|."
+            "the answer; green, its line dashed: it works against it), size and line width by |score|."
         )
     if captions and caption_key:
         line += "; under a name: what it does (see the key)"
@@ -575,7 +587,7 @@ def _add_neurons(nodes: list, edges: list, neurons, placed: Mapping[str, dict], 
                     "title": _escape(f"neuron {name} of m{layer}: score {score:+.4g}"),
                     "color": {"color": KIND_COLOURS["mlp"], "opacity": 0.6},
                     "width": 1 + 3 * abs(score) / scale,
-                    "dashes": dash_pattern(score < 0, 1 + 3 * abs(score) / scale),
+                    "dashes": dash_pattern(dashed(score), 1 + 3 * abs(score) / scale),
                     "smooth": False,
                     "arrows": {"to": {"enabled": False}},
                 }
