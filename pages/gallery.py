@@ -79,13 +79,7 @@ if rerun:
         corrupted_note="The example's own corrupted prompt.",
     )
 
-result, labels = loaders.gallery_example(slug)
-if result.transfer and result.transfer.get(
-    "note"
-):  # a note stored in an older wording, said for its circuits
-    from circuitviz.entry.api import transfer_note  # noqa: E402
-
-    result.transfer = {**result.transfer, "note": transfer_note(result.transfer)}
+result, labels = loaders.gallery_example(slug)  # its notes in today's words (tests/test_gallery_words.py)
 budget_key = f"gallery.{slug}.budget"
 opened_at = ""
 if state.value(budget_key) is None:  # the example's first view: the link's budget, else its readable one

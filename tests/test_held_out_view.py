@@ -257,15 +257,18 @@ def test_a_note_after_a_colon_starts_in_lower_case_unless_an_acronym_or_a_number
     assert after_colon(note).startswith(shown)
 
 
+@pytest.mark.parametrize("older", [False, True], ids=["as-stored", "older-words"])
 @pytest.mark.parametrize("slug, answer", [("ioi", "' Mary'"), ("arithmetic", "' three'")])
-def test_the_gallerys_held_out_note_names_the_answer_once(slug, answer):
+def test_the_gallerys_held_out_note_names_the_answer_once(slug, answer, older):
     """The Gallery's IOI and arithmetic examples were stored before a left-out paraphrase's reason
     named the prompt's answer once, and their pages said "neither the answer ' Mary' nor its answer
-    on the original prompt (' Mary')", one token named twice as though two: the stored words are
-    shown as today's."""
+    on the original prompt (' Mary')", one token named twice as though two. They are rebuilt in
+    today's words (2026-12-07, ``tests/test_gallery_words.py``); a result a user's cache stored in
+    the older words (``older``: the examples' notes as they were stored) is shown in today's."""
     from streamlit.testing.v1 import AppTest
 
-    def page(slug: str):
+    def page(slug: str, older: bool):
+        import re
         from pathlib import Path
 
         import torch
@@ -273,13 +276,26 @@ def test_the_gallerys_held_out_note_names_the_answer_once(slug, answer):
         from circuitviz.core.results import CircuitResult
         from circuitviz.ui import result_view
 
+        def as_before(text: str) -> str:  # the words a result stored before they changed holds
+            text = re.sub(
+                r"not the answer ('[^']*') it gives on the original prompt",
+                r"neither the answer \1 nor its answer on the original prompt (\1)",
+                text,
+            )
+            return text.replace(": the corruption lowers", ": The corruption lowers")
+
         path = Path("assets") / "gallery" / f"{slug}.pt"
         state = torch.load(path, map_location="cpu", weights_only=True)
         result = CircuitResult.from_state(state["result"])
+        if older:
+            transfer = result.transfer
+            left_out = [{**row, "reason": as_before(row["reason"])} for row in transfer["left_out"]]
+            result.transfer = {**transfer, "note": as_before(transfer["note"]), "left_out": left_out}
+            assert "nor its answer on the original prompt" in result.transfer["note"]
         budget = 100 if slug == "arithmetic" else 30  # where the Gallery opens each
         result_view.metrics_row(result, budget, result.point(budget))
 
-    at = AppTest.from_function(page, args=(slug,)).run(timeout=60)
+    at = AppTest.from_function(page, args=(slug, older)).run(timeout=60)
     assert not at.exception, at.exception
     said = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "nor its answer on the original prompt" not in said, said
