@@ -192,9 +192,11 @@ def test_the_atlas_curve_ticks_its_budgets():
         return list(axis.ticktext)
 
     assert ticks((10, 20, 50, 100, 200, 500)) == ["10", "20", "50", "100", "200", "500"]
-    assert ticks((10, 50, 200, 1000)) == ["10", "50", "100", "200", "1k"]  # 100 between 50 and 200
+    # 100 between 50 and 200, and the gaps filled by a power of ten's 2 and 5 times (20, 500)
+    assert ticks((10, 50, 200, 1000)) == ["10", "20", "50", "100", "200", "500", "1k"]
     mmlu = ticks((21, 52, 134, 310, 1034, 5347, 10342), current=134)  # the stored MMLU atlas's grid
-    assert mmlu[:5] == ["21", "52", "134", "310", "1,034"] and mmlu[-1] == "10,342"
+    # 500 and 2k fill the gaps past 310 (over 80 px); 134 to 310 is too near for a 200
+    assert mmlu == ["21", "52", "134", "310", "500", "1,034", "2k", "5,347", "10,342"], mmlu
     # the stored IOI atlas's MIB budgets at 1,000 px: the page's narrower side margins (24 px)
     # give the plot 572 px, and 2,068 and 5,171, left unticked on the 460 px it had, have room
     ioi = ticks((10, 20, 51, 103, 206, 517, 1034, 2068, 5171, 10342), current=103)

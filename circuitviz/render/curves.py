@@ -127,12 +127,12 @@ def curve_figure(
         else None,
         height=height,
         # without a title, 30 px: the mode bar (25 px, at the top right) stays off the plot
-        margin={"l": 60, "r": 30, "t": 30 + 20 * title_lines + (6 if title else 0), "b": 50},
+        margin={**PLOT_MARGINS, "t": 30 + 20 * title_lines + (6 if title else 0), "b": 50},
         # the marker's budget ticked: the sentences beside the chart name it ("0.85 at 30")
         xaxis={
             "title": "edge budget (log scale)",
             "type": "log",
-            **log_ticks(shown, named_budgets, plot_px=LABEL_PLOT_SIZES[0][0]),
+            **log_ticks(shown, named_budgets, plot_px=NARROW_PLOT_PX),
         },
         yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
         # under the plot, at the figure's foot (the bottom margin grows to hold its rows): above the
@@ -283,8 +283,14 @@ def _label_sides(budget: int, value: float, grid: Sequence[float], curve: Sequen
     ]
 
 
-# plot areas (width, height in px) a label must clear lines at: a 1,000 px page's, a wider one's, the PNG's
-LABEL_PLOT_SIZES = ((450, 290), (640, 300), (810, 330))
+# the curve's plot area in a 1,000 px window, the narrowest Explore and Compare draw it: the page's
+# 652 px (less the sidebar's 300 and ui.navigation's 24 px margins), less the 10 px Streamlit keeps
+# beside a chart and the figure's side margins. Ticks were spaced for 450 px, from before the
+# margins shrank: 552 px in Chromium on 2026-12-07 (940 at 1,500 px, 1,440 at 2,000)
+PLOT_MARGINS, NARROW_PAGE_PX, CHART_INSET_PX = {"l": 60, "r": 30}, 652, 10
+NARROW_PLOT_PX = NARROW_PAGE_PX - CHART_INSET_PX - PLOT_MARGINS["l"] - PLOT_MARGINS["r"]
+# plot areas (width, height in px) a label must clear lines at: a 1,000 px page's, a 1,500 px one's, the PNG's
+LABEL_PLOT_SIZES = ((NARROW_PLOT_PX, 290), (940, 300), (810, 330))
 LABEL_FONT_PX, LABEL_CHAR_PX, MARKER_GAP_PX = 12, 7.2, 14 / 2 / 0.8 + 1  # plotly's gap beside a marker
 
 
@@ -387,6 +393,7 @@ def log_ticks(grid: Sequence[float], named: Sequence[float] = (), plot_px: float
 
 
 TICK_GAP_PX = 12  # the least room between two tick labels
+FILL_GAP_PX = 80  # a 2 or 5 times a power of ten is ticked only inside a wider gap between ticks
 
 
 def every_budget_ticks(ticks: dict, grid: Sequence[float], named: Sequence[float], plot_px: float) -> dict:
@@ -394,13 +401,18 @@ def every_budget_ticks(ticks: dict, grid: Sequence[float], named: Sequence[float
     100, 200, 1k and 10k, and their points at 20 and 50 had none. Labels are kept in this order
     while each has room beside those kept at ``plot_px`` (a 1,000 px page's plot): ``named``, the
     first and last budgets, the others smallest first (a graph of 2M edges: 20 and 50 before 100),
-    then the powers of ten between budgets (1k between 200 and 10,342)."""
+    then the powers of ten between budgets (1k between 200 and 10,342), then their 2 and 5 times
+    where the ticks either side are over ``FILL_GAP_PX`` apart (SmolLM2's curves left 2k to 10k and
+    20k to 123,211 bare, 250 px each at 2,000 px; MMLU's 134 and 310 are near enough)."""
     low, high = ticks["range"]
     per_decade = plot_px / (high - low)
     budgets = sorted({max(int(round(b)), 1) for b in grid if low <= math.log10(max(b, 1)) <= high})
     marked = sorted({max(int(round(b)), 1) for b in named if low <= math.log10(max(b, 1)) <= high})
     powers = [10**p for p in range(math.ceil(low), math.floor(high) + 1)]
-    order = [*marked, *budgets[:1], *budgets[-1:], *budgets, *powers]
+    between = [m * 10**p for p in range(math.floor(low), math.ceil(high)) for m in (2, 5)]
+    between = [v for v in between if budgets and budgets[0] < v < budgets[-1]]
+    fillers = set(between) - {*budgets, *marked, *powers}
+    order = [*marked, *budgets[:1], *budgets[-1:], *budgets, *powers, *between]
     kept: list[int] = []
     for value in dict.fromkeys(order):
         room = [
@@ -408,6 +420,12 @@ def every_budget_ticks(ticks: dict, grid: Sequence[float], named: Sequence[float
             - (len(_tick_label(value)) + len(_tick_label(other))) * LABEL_CHAR_PX / 2
             for other in kept
         ]
+        if value in fillers:  # only inside a gap over FILL_GAP_PX between the ticks either side
+            sides = [
+                max((k for k in kept if k < value), default=value),
+                min((k for k in kept if k > value), default=value),
+            ]
+            room.append(math.log10(sides[1] / sides[0]) * per_decade - FILL_GAP_PX + TICK_GAP_PX)
         if all(gap >= TICK_GAP_PX for gap in room):
             kept.append(value)
     kept.sort()
