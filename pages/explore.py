@@ -28,7 +28,7 @@ with st.container(border=True, key="controls-task"):  # hidden in demo mode (ui/
     from circuitviz.ui.mmlu_picker import mmlu_picker  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
-    mmlu_picker(model, prompt)
+    mmlu_picker(model, prompt, model_id)
     chosen = available_methods().get(state.coming_value("method"))  # as just picked below, not a run late
     given = inputs.task_inputs(model, model_id, prompt, method=chosen)
 with st.container(border=True, key="controls-method"):

@@ -189,6 +189,26 @@ def _refused(question, reason, **measured) -> QuestionVerdict:
     return QuestionVerdict(question, None, reason, **measured)
 
 
+CHECK_ROWS = 16  # prompts per forward pass of ``question_verdicts``
+
+
+@torch.no_grad()
+def _letter_scores(
+    model, rows: list[torch.Tensor], letters: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The four letters' next-token logits after each prompt and the probability the model puts on
+    them, in one forward pass of the prompts padded at the end to one length (causal attention:
+    the padding changes nothing a prompt's last position holds).  # rows [pos_i] -> [n, 4], [n]"""
+    device = model_device(model)
+    width = max(len(row) for row in rows)
+    tokens = torch.stack([torch.cat([row, row.new_full((width - len(row),), int(row[-1]))]) for row in rows])
+    last = torch.tensor([len(row) - 1 for row in rows], device=device)  # [n]
+    residual = final_residual(model, tokens.to(device), [], last=last)  # [n, d_model]
+    logits = logits_from_residual(model, residual).float()  # [n, d_vocab]
+    ids = letters.to(logits.device)
+    return logits[:, ids].cpu(), logits.softmax(-1)[:, ids].sum(-1).cpu()
+
+
 def question_verdict(
     model,
     question: MMLUQuestion,
@@ -198,31 +218,73 @@ def question_verdict(
 ) -> QuestionVerdict:
     """The question as a task for ``model`` (module docstring), or the reason it is refused
     (too long, a corruption of another token length, or one lowering the metric by less than
-    ``min_gap``, by default ``MIN_GAP`` unless ``CIRCUITVIZ_TASK_CHECK=off``)."""
+    ``min_gap``, by default ``MIN_GAP`` unless ``CIRCUITVIZ_TASK_CHECK=off``): ``question_verdicts``
+    of the one question."""
+    return question_verdicts(model, [question], corruption, max_tokens, min_gap)[0]
+
+
+def question_verdicts(
+    model,
+    questions,
+    corruption: str = DEFAULT_CORRUPTION,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    min_gap: float | None = None,
+) -> list[QuestionVerdict]:
+    """``question_verdict`` of each question, the one rule for one question or many: their clean
+    prompts ``CHECK_ROWS`` to a forward pass, then their corrupted prompts alike (the picker's
+    "which questions this model keeps", ``mmlu_kept``). One question is a pass of one prompt,
+    unpadded; in a padded pass a metric may differ from the unpadded one by float rounding
+    (about 1e-5 logit on SmolLM2-135M, docs/mmlu.md)."""
     min_gap = default_min_gap() if min_gap is None else min_gap
     letters = torch.tensor(letter_token_ids(model), device="cpu")  # [4] ids, read on the CPU
-    clean = question.prompt()
-    clean_tokens = adapter_of(model).to_tokens(clean, truncate=False)  # [1, pos]
-    if clean_tokens.shape[1] > max_tokens:
-        return _refused(question, f"longer than {max_tokens} tokens")
-    logits = next_token_logits(model, clean_tokens)[0]  # [d_vocab]
-    mass = float(logits.softmax(-1)[letters.to(logits.device)].sum())
-    scores = logits[letters.to(logits.device)].cpu()  # [4]
-    order = scores.argsort(descending=True).tolist()
-    answer, foils = order[0], order[1:]
-    clean_metric = float(scores[answer] - scores[foils].mean())
-    corrupted = CORRUPTIONS[corruption](model, question, answer)
-    corrupted_tokens = adapter_of(model).to_tokens(corrupted, truncate=False)
-    measured = {"letter_mass": mass, "clean_metric": clean_metric}
-    if corrupted_tokens.shape != clean_tokens.shape:
-        return _refused(question, "corruption changes the token length", **measured)
-    corrupted_scores = next_token_logits(model, corrupted_tokens)[0][letters.to(logits.device)].cpu()
-    corrupted_metric = float(corrupted_scores[answer] - corrupted_scores[foils].mean())
-    measured["corrupted_metric"] = corrupted_metric
-    if clean_metric - corrupted_metric < min_gap:
-        return _refused(question, f"corruption lowers the metric by less than {min_gap:g} logit", **measured)
-    task = PromptTask(clean, corrupted, f" {LETTERS[answer]}", tuple(f" {LETTERS[i]}" for i in foils))
-    return QuestionVerdict(question, task, None, **measured)
+    adapter = adapter_of(model)
+    verdicts: list[QuestionVerdict | None] = [None] * len(questions)
+    context = getattr(getattr(model, "cfg", None), "n_ctx", None)  # a longer prompt cannot run at all
+    clean_rows: dict[int, torch.Tensor] = {}
+    for index, question in enumerate(questions):
+        tokens = adapter.to_tokens(question.prompt(), truncate=False, on_device=False)[0]  # [pos]
+        if len(tokens) > max_tokens:
+            verdicts[index] = _refused(question, f"longer than {max_tokens} tokens")
+        elif context and len(tokens) > context:
+            verdicts[index] = _refused(question, f"longer than the model's context of {context} tokens")
+        else:
+            clean_rows[index] = tokens
+    waiting = list(clean_rows)
+    for start in range(0, len(waiting), CHECK_ROWS):
+        piece = waiting[start : start + CHECK_ROWS]
+        scores, masses = _letter_scores(model, [clean_rows[index] for index in piece], letters)
+        corrupted_rows: dict[int, tuple] = {}
+        for row, index in enumerate(piece):
+            question = questions[index]
+            order = scores[row].argsort(descending=True).tolist()
+            answer, foils = order[0], order[1:]
+            measured = {
+                "letter_mass": float(masses[row]),
+                "clean_metric": float(scores[row, answer] - scores[row, foils].mean()),
+            }
+            corrupted = CORRUPTIONS[corruption](model, question, answer)
+            tokens = adapter.to_tokens(corrupted, truncate=False, on_device=False)[0]  # [pos]
+            if tokens.shape != clean_rows[index].shape:
+                verdicts[index] = _refused(question, "corruption changes the token length", **measured)
+            else:
+                corrupted_rows[index] = (tokens, corrupted, answer, foils, measured)
+        if not corrupted_rows:
+            continue
+        corrupted_scores, _ = _letter_scores(model, [rows[0] for rows in corrupted_rows.values()], letters)
+        for row, (index, (_, corrupted, answer, foils, measured)) in enumerate(corrupted_rows.items()):
+            question = questions[index]
+            measured["corrupted_metric"] = float(
+                corrupted_scores[row, answer] - corrupted_scores[row, foils].mean()
+            )
+            if measured["clean_metric"] - measured["corrupted_metric"] < min_gap:
+                reason = f"corruption lowers the metric by less than {min_gap:g} logit"
+                verdicts[index] = _refused(question, reason, **measured)
+                continue
+            task = PromptTask(
+                question.prompt(), corrupted, f" {LETTERS[answer]}", tuple(f" {LETTERS[i]}" for i in foils)
+            )
+            verdicts[index] = QuestionVerdict(question, task, None, **measured)
+    return verdicts
 
 
 def _reason_kind(reason: str) -> str:

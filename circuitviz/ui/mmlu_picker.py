@@ -150,6 +150,10 @@ def _question_task(model, row: int) -> dict | None:
         del session.mmlu_prompt  # no question opened: the note is about this model, not a prompt
         return None
     task = verdict.task
+    if verdict.clean_metric != verdict.clean_metric:  # NaN: too long for this model to read at all
+        session.mmlu_note = f"{question.subject}, question {question.id}: not opened, {verdict.reason}."
+        del session.mmlu_prompt  # no question opened
+        return None
     if task is None:  # refused by the check: show it anyway, with the model's own letters
         from ..batch.mmlu_tasks import CORRUPTIONS, DEFAULT_CORRUPTION
 
@@ -206,10 +210,12 @@ def _preferred_letters(model, question) -> list[int]:
     return logits.argsort(descending=True).tolist()
 
 
-def mmlu_picker(model, prompt: str | None = None) -> None:
+def mmlu_picker(model, prompt: str | None = None, model_id: str | None = None) -> None:
     """An expander: pick an MMLU subject and question, then load it as the prompt. The note on
     the question opened (the model's letter, valid or refused) stands above the expander, which
-    the page's rerun draws closed, while ``prompt`` is still that question."""
+    the page's rerun draws closed, while ``prompt`` is still that question. With ``model_id``
+    (the sidebar's model) the subject's questions can be checked for this model, and those its
+    check keeps are offered first (``mmlu_offer``)."""
     _open_chosen(model)
     note = _current_note(prompt)
     if note:
@@ -222,13 +228,32 @@ def mmlu_picker(model, prompt: str | None = None) -> None:
             return
         subject = st.selectbox("Subject", subjects, key="mmlu.subject")
         questions = _questions(subject)
+        rows, lines = [r for r, _ in questions], dict(questions)
+        order, label = rows, lines.get
+        if model_id is not None:
+            order, label = _offered(model, model_id, subject, rows, lines)
         row = st.selectbox(
-            f"Question ({len(questions)})",
-            [r for r, _ in questions],
-            format_func=dict(questions).get,
+            f"Question ({len(questions)})"
+            if len(order) == len(rows)
+            else f"Question ({len(order)} of {len(rows)})",
+            order,
+            format_func=label,
             key="mmlu.question",
         )
         st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(row,))
+
+
+def _offered(model, model_id: str, subject: str, rows: list[int], lines: dict[int, str]):
+    """(the rows in the order offered, each row's line with its mark), after the sentence of how
+    many the model keeps and the check's button; the file's order, unmarked, where this model's
+    tokenizer cannot make the questions tasks (its sentence said instead)."""
+    from .mmlu_offer import ONLY_KEPT_KEY, check_control, marked, offer_order, offer_sentence, subject_marks
+
+    _, marks = subject_marks(model, model_id, subject, rows)
+    st.caption(offer_sentence(subject, model_id, len(rows), marks.checked, marks.kept))
+    check_control(model, model_id, subject, rows, marks.checked)
+    only = marks.kept > 0 and st.toggle("Only the questions this model keeps", key=ONLY_KEPT_KEY)
+    return offer_order(rows, marks.marks, only), lambda row: marked(lines[row], marks.marks.get(row))
 
 
 def _current_note(prompt: str | None) -> str | None:
