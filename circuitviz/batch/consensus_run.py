@@ -94,7 +94,7 @@ def evaluate_consensus(run, table: pa.Table) -> dict | None:
         for _, members in sorted(by_shape.items(), key=lambda entry: str(entry[0]))
         for start in range(0, len(members), size)
     ]
-    state = BatchState(total=len(done), phase="consensus")
+    state = BatchState(total=len(done), phase="consensus", resumed=run.state.resumed)
     rows: list[dict] = []
 
     def on_found(found) -> None:

@@ -27,6 +27,7 @@ class BatchState:
     started: float = field(default_factory=time.perf_counter)
     phase: str = "discover"
     unit: str = "items"  # what ``total`` counts, as the rate names it
+    resumed: str = ""  # what was stored before, reused or computed again and why (``resumed``)
 
     @property
     def remaining(self) -> float:
@@ -102,6 +103,7 @@ def state_record(state: BatchState) -> dict:
         "eta": state.eta,
         "elapsed": time.perf_counter() - state.started,
         "written": time.time(),
+        "resumed": state.resumed or None,
     }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core import keys
 from ..core.text import shown
 from ..methods import config_to_dict, get_method
 from .atlas import MANIFEST, mib_budgets
@@ -68,6 +69,7 @@ def asked(request, source) -> dict:
         "keep_edges": request.keep_edges,
         "top_edges": request.top_edges,
         "dataset": dataset,
+        "engine": keys.engine_digest(),  # not compared: a resume after a code change says why it recomputes
     }
 
 
@@ -75,7 +77,7 @@ def write_request(folder: Path, record: dict) -> None:
     (Path(folder) / REQUEST).write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
-def _read_json(path: Path):
+def read_json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -260,9 +262,9 @@ def reuse_problem(out, now: dict, tasks=None) -> str | None:
     folder = Path(out)
     if not folder.is_dir() or not _has_rows(folder):
         return None  # nothing of an earlier batch's results is there to lose
-    manifest = _read_json(folder / MANIFEST)
+    manifest = read_json(folder / MANIFEST)
     manifest = manifest if isinstance(manifest, dict) else {}
-    before = _read_json(folder / REQUEST)
+    before = read_json(folder / REQUEST)
     if not isinstance(before, dict):
         before = _from_manifest(manifest) if manifest else None
     if before is None:

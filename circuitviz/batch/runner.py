@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .. import __version__
+from ..core import keys
 from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import counted, given, shown
 from ..entry.budgets import MAX_BUDGET, checked_edge_count, mib_over_units, over_graph_note
@@ -33,7 +34,8 @@ from .consensus_run import earlier_consensus, evaluate_consensus
 from .dataset import DatasetTask, write_tasks
 from .mmlu import selection_lines
 from .progress import BatchState, ProgressBar, report
-from .reuse import asked, method_configs, reuse_problem, write_request
+from .resumed import Found, earlier_engine, explain, note_made
+from .reuse import REQUEST, asked, method_configs, read_json, reuse_problem, write_request
 from .spaces import space_lines
 from .table import TableWriter, failure_row, finish, latest_by_key, read_rows, result_row
 from .unlikely import unlikely_line, unlikely_record
@@ -176,6 +178,8 @@ class _Run:
         self.discovery_seconds = 0.0
         self.load_seconds: float | None = None
         self.stage = "load"
+        self.lineage: dict[str, str] = {}  # item key: its key without the engine
+        self.earlier: str | None = None  # the engine the folder's rows were made by, if recorded
 
     # ----- planning ------------------------------------------------------------------------------
     def plan(self) -> None:
@@ -251,42 +255,40 @@ class _Run:
         self.writer = TableWriter(self.out)
 
     def _key(self, task_index: int, method_index: int) -> str:
+        """The item's store key (its ``lineage_key`` kept in ``lineage``: ``resumed``)."""
         name, config, _ = self.methods[method_index]
         info, request = self.info, self.request
-        task = self.tasks[task_index].task
-        return Request.of(
-            name,
-            config,
-            model_id=info.model_id,
-            dtype=info.dtype,
-            task=task,
-            budgets=self.budgets,
-            max_tokens=request.max_tokens,
-            backend=info.backend,
-        ).key
+        asked = Request.of(
+            name, config, model_id=info.model_id, dtype=info.dtype, task=self.tasks[task_index].task,
+            budgets=self.budgets, max_tokens=request.max_tokens, backend=info.backend,
+        )  # fmt: skip
+        self.lineage[asked.key] = keys.lineage_key(**asked.key_parts)
+        return asked.key
 
     def pending(self) -> list[_Item]:
-        """Items not finished yet; finished ones found in the store get their row back if missing."""
-        written = latest_by_key(read_rows(self.out, self.say), self.keys)
-        statuses = zip(written.column("key").to_pylist(), written.column("status").to_pylist())
-        finished = {key for key, status in statuses if status == "done"}
-        pending = []
+        """Items not finished yet; finished ones found in the store get their row back if missing.
+        What was stored before, reused or computed again and why, is said in one sentence."""
+        rows = latest_by_key(read_rows(self.out, self.say))
+        statuses = dict(zip(rows.column("key").to_pylist(), rows.column("status").to_pylist()))
+        found, pending = Found(items=len(self.items)), []
         for item in self.items:
             if self.store.path(item.key, "result").exists():
-                if item.key in finished:
-                    self.state.skipped += 1
+                if statuses.get(item.key) == "done":
+                    found.reused_rows += 1
                     continue
                 result = self.store.get(item.key)
                 if result is not None:
                     self._keep(item, result, "store")
-                    self.state.skipped += 1
+                    found.from_store += 1
                     continue
             pending.append(item)
-        if self.state.skipped:
-            self.say(
-                f"{self.state.skipped} of {len(self.items)} items are finished in the store; "
-                f"computing the other {len(pending)}"
-            )
+        done = {key for key, status in statuses.items() if status == "done"}
+        failed = {key for key, status in statuses.items() if status == "failed"}
+        explain(found, pending, self.methods, done, failed, rows, self.store, self.lineage, self.earlier)
+        self.state.skipped = found.reused
+        self.state.resumed = found.sentence() or ""
+        if self.state.resumed:
+            self.say(self.state.resumed)
         return pending
 
     def measure(self, task_indices) -> None:
@@ -295,7 +297,7 @@ class _Run:
         needed = sorted({i for i in task_indices if self.shapes[i] is None})
         if not needed:
             return
-        state = BatchState(total=len(needed), phase="tokenize", unit="tasks")
+        state = BatchState(total=len(needed), phase="tokenize", unit="tasks", resumed=self.state.resumed)
         step = CHECK_PIECE * (getattr(self.executor, "workers", 1) or 1)  # a piece for each Ray worker
         report(self.progress, state)
         for start in range(0, len(needed), step):
@@ -368,15 +370,17 @@ class _Run:
     # ----- running --------------------------------------------------------------------------------
     def on_outcomes(self, outcomes) -> None:
         """A group finished: store each result, write each row."""
-        begin = time.perf_counter()
+        begin, made = time.perf_counter(), []
         for outcome in outcomes:
             item = self.by_number[outcome.item]
             if outcome.result is not None:
                 self.store.put(item.key, outcome.result)
+                made.append(self.lineage[item.key])
                 self._keep(item, outcome.result, outcome.worker, outcome.seconds)
             else:
                 self._fail(item, outcome.error or "failed", outcome.seconds, outcome.worker)
             self.state.done += 1
+        note_made(self.store, made)  # a later engine's resume says these were made by this one
         self.state.in_flight = 0.0
         self.state.driver_seconds += time.perf_counter() - begin
         self.running = next(self.sizes, 0)
@@ -411,6 +415,7 @@ class _Run:
         statuses = table.column("status").to_pylist()
         manifest = {
             "circuitviz": __version__,
+            "engine": keys.engine_digest(),
             "format": 1,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "command": request.command,
@@ -445,6 +450,7 @@ class _Run:
                 "computed": state.done,
                 "from_store": state.skipped,
             },
+            "resumed": state.resumed or None,  # what was stored before and why it is computed again
             "seconds": seconds,
             "load_seconds": self.load_seconds,
             "discovery_seconds": self.discovery_seconds,
@@ -531,6 +537,7 @@ def run_batch(
     except KeyboardInterrupt:  # nothing was written: the folder is as it was
         return BatchReport(Path(request.out), 0, 0, 0, 0, time.perf_counter() - begin, True,
                            executor.name, executor.workers, {}, stage="load")  # fmt: skip
+    run.earlier = earlier_engine(read_json(run.out / REQUEST), read_json(run.out / MANIFEST))
     write_request(run.out, record)
     interrupted = False
     try:

@@ -43,6 +43,13 @@ def content_key(**parts) -> str:
     return _hashed({"engine": engine_digest(), **parts})
 
 
+def lineage_key(**parts) -> str:
+    """``content_key`` of the same parts but for the engine: equal for a result stored by other code
+    of the package, so a batch resumed after a code change can say which of its items were stored
+    before and why they are computed again (``batch.resumed``); never a key of anything kept."""
+    return _hashed(parts)
+
+
 def process_key(**parts) -> str:
     """A stable hash of plain values for a cache that lives only in this process (a page's drawings
     of a result): the code cannot change under it, so the engine's digest is left out, and the

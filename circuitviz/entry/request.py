@@ -181,8 +181,13 @@ class Request:
     def key(self) -> str:
         """The result store's key of this request (computed once; the backend named only when it
         is the bridge, so the keys of HookedTransformer's results are as they were)."""
+        return content_key(**self.key_parts)
+
+    @property
+    def key_parts(self) -> dict:
+        """What ``key`` is a hash of, but the engine (``core.keys.lineage_key`` hashes the same)."""
         bridge = {"backend": self.backend} if self.backend != "hooked" else {}
-        return content_key(
+        return dict(
             kind="discover",
             model=self.model_id,
             dtype=self.dtype,

@@ -69,16 +69,34 @@ def pick_yours(yours: dict) -> str:
         return _so_far(job)
     if job.state != "finished":  # cancelled or failed: why, in one sentence, above its rows
         st.warning(markdown_sentence(ended_sentence(job)))
+        _resumed_caption(job)
     else:  # what it ran and what it cost, with the command that runs it again
         from ..batch import jobs
 
         st.caption(
             markdown_sentence(f"{ended_sentence(job)[:-1]} on {counted(job.threads, 'torch thread')}.")
         )
+        _resumed_caption(job)
         with st.expander("its command"):
             st.code(jobs.command_line(job.argv), language="bash", wrap_lines=True)
     _delete_offer(job)
     return str(job.folder)
+
+
+def resumed_note(job) -> str | None:
+    """What the batch found stored before it computed, as its progress records it (``batch.resumed``:
+    how many items it reused, and how many it computed again and why, the engine's code changed
+    since among them); None when nothing of it was stored."""
+    found = (job.progress or {}).get("resumed")
+    return found if isinstance(found, str) and found else None
+
+
+def _resumed_caption(job) -> None:
+    """``resumed_note`` under a batch's progress or ending (a rerun after a code change took the
+    full time with nothing said of why)."""
+    note = resumed_note(job)
+    if note:
+        st.caption(markdown_sentence(note))
 
 
 def _delete_offer(job, label: str = "Delete this batch…") -> None:
@@ -367,6 +385,7 @@ def _watch(folder: str, opens: bool) -> None:
         st.rerun()  # the whole page: the run is among "your batches" now
     share, line = progress_sentence(job)
     st.progress(min(max(share, 0.0), 1.0), text=markdown_text(line))
+    _resumed_caption(job)
     left, right = st.columns([1, 4])
     left.button(  # pressed once: the batch is stopping (the line says so)
         "Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,),
