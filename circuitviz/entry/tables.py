@@ -25,6 +25,7 @@ def format_table(
     --no-task-check: NDF 0.406 and necessity 0.858 were printed over a difference of -0.009)."""
     # NDF's 0: the corrupted prompt's metric, or what a run with none measured it on
     reference_line = "corrupted metric L(M(q'))" if reference == "corrupted" else f"{reference} metric"
+    difference = difference_words(reference)
     complete = any(not math.isnan(point.completeness) for point in curve)  # measured when asked for
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
@@ -42,21 +43,33 @@ def format_table(
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
             + (f" {completeness:>12}" if complete else "")
         )
-    lines.append(f"necessity: 1 - removing only the circuit's {kept} removes the clean-corrupted difference")
+    lines.append(f"necessity: 1 - removing only the circuit's {kept} removes the {difference}")
     if complete:
         lines.append(
             "completeness: 1 - how differently the circuit and the whole model respond when a random half "
             "of the circuit is removed from both (8 halves); 1: the model holds no route the circuit lacks; "
-            "0 also stands for any difference larger than the clean-corrupted one (clipped)"
+            f"0 also stands for any difference larger than the {difference} (clipped)"
         )
-    weak = _weak_difference(baseline, metric, complete)
+    weak = _weak_difference(baseline, metric, complete, difference)
     if weak:
         lines.append(weak)
     empty = empty_budgets_note(curve, kept)
     return "\n".join([*lines, empty] if empty else lines)
 
 
-def _weak_difference(baseline: Baseline, metric: str | None, complete: bool = False) -> str:
+def difference_words(reference: str = "corrupted") -> str:
+    """What NFS, NDF and necessity divide by, in words: the clean-corrupted difference, or, for a run
+    without a corrupted prompt, the difference from what it measured NDF's 0 on (the neutral prompt):
+    the necessity line said "the clean-corrupted difference" under a table whose second metric was
+    the neutral prompt's (flow routes, CD-T)."""
+    if reference == "corrupted":
+        return "clean-corrupted difference"
+    return f"difference between the clean and the {reference} metrics"
+
+
+def _weak_difference(
+    baseline: Baseline, metric: str | None, complete: bool = False, difference: str = ""
+) -> str:
     """The line saying the figures divide by a difference too small (or reversed) to mean much;
     '' when it is as large as the task check asks for, or the metric is not known."""
     from ..measure.task_validity import MIN_GAP
@@ -67,7 +80,7 @@ def _weak_difference(baseline: Baseline, metric: str | None, complete: bool = Fa
         return ""
     how = "reversed: the corruption raises the metric" if gap < 0 else "too small"
     return (
-        f"note: the clean-corrupted difference is {gap:+.3g} ({how}; the task check asks for at least "
+        f"note: the {difference or difference_words()} is {gap:+.3g} ({how}; the task check asks for at least "
         f"{threshold:g}): NFS, NDF{', necessity and completeness' if complete else ' and necessity'} divide "
         "by it and mean little here."
     )
