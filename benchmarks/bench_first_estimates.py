@@ -76,7 +76,9 @@ def main() -> None:
         observed pass counted 3 (as until session 47)."""
         method = request.method_object
         passes = method.estimate(request.config, model_spec, request.estimate.n_tokens, len(BUDGETS)).passes
-        return passes - (flow_routes.OBSERVED_PASSES - 3.0 if method.name == "flow-routes" else 0.0)
+        return passes - (
+            flow_routes.observed_passes(model_spec) - 3.0 if method.name == "flow-routes" else 0.0
+        )
 
     def run(method: str, request, record: bool = True, fresh: bool = True) -> tuple[float, float]:
         if fresh:

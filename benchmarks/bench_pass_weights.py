@@ -71,7 +71,7 @@ def main() -> None:
         flow_config = flow.default_config()
         routes, _ = cpu_seconds(lambda: flow.score_batch([ctx], flow_config), 3)
         print(
-            f"flow routes' observed pass and shares: {routes / plain:.1f} passes (counted {flow_routes.OBSERVED_PASSES})"
+            f"flow routes' observed pass and shares: {routes / plain:.1f} passes (counted {flow_routes.observed_passes(spec):.1f})"
         )
         if args.only == "flow":
             return

@@ -41,8 +41,11 @@ from __future__ import annotations
 # chunk, and the clean and corrupted runs left out where the run read them back (a chunked or
 # second run's record of version 3 counted other work); 5, flow routes' observed pass measured
 # (6.5, counted 3), and the methods that count their own work (ACDC, Edge Pruning, paraphrase
-# pruning, Best-of-N, the ensemble) without the kept runs they read back
-WEIGHTS_VERSION = 5
+# pruning, Best-of-N, the ensemble) without the kept runs they read back; 6, flow routes' observed
+# pass by the graph's shape (5.1 on Gemma-3-270M, 6.7 on SmolLM2-135M, 6.5 on both before), and
+# Best-of-N's and paraphrase pruning's pairs scored in one batched gradient pass, a set-up a chunk
+# (a set-up a pair before)
+WEIGHTS_VERSION = 6
 
 PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
 GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows

@@ -33,7 +33,7 @@ from ..query.templates import unchecked_template_pairs
 from .base import EDGE_CHANGE, Cost, Method, RunContext, ScoringMethod, StoredWork
 from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
-from .scoring import pair_scores, scorer_names
+from .scoring import pair_scores, scorer_names, tasks_scoring_cost
 from .settings import ig_steps_setting, setting
 
 
@@ -323,18 +323,20 @@ class QueryCircuitMethod(Method):
         scored = paraphrases_scored(config) if kept is None else kept
         pairs = scored + 1  # every listed pair is checked, not every one scored
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
+        # the pairs' rows in one batched gradient pass, its chunks counted (``tasks_scoring_cost``)
+        scoring, rows = tasks_scoring_cost(
+            base, per_pair, pairs, _prompt_lengths(pairs, kept_tokens, n_tokens)
+        )
         return Cost(
-            passes=per_pair.passes * _prompt_lengths(pairs, kept_tokens, n_tokens)
-            + 2.0 * n_budgets * pairs
-            + n_budgets
-            + checks,
+            passes=scoring + 2.0 * n_budgets * pairs + n_budgets + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run checks
             n_scored=kept,
             # the prompt's evaluator, read back when kept (the pairs' groups are scored on runs of
-            # their own, and their gradient passes batch several pairs: no chunks counted here)
+            # their own)
             prompt_passes=per_pair.prompt_passes,
+            gradient_rows=rows,
         )
 
     def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:
@@ -362,10 +364,11 @@ class QueryCircuitMethod(Method):
         candidates = scored + int(counts.get("scores_from_store", 0))  # the pairs that passed the checks
         # each pair scored over its own tokens (``estimate``): the candidates' mean length, in prompts
         lengths = _mean_length(result, n_tokens, config)
-        per_pair = base.estimate(base_config, result.graph, n_tokens, 0).passes * lengths
+        per_pair = base.estimate(base_config, result.graph, n_tokens, 0)
+        scoring, _ = tasks_scoring_cost(base, per_pair, scored, lengths * scored)
         evaluation = 0.0 if counts.get("circuits_evaluated") == 0 else 2.0 * n_budgets * candidates
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
-        return per_pair * scored + evaluation + n_budgets + checks  # ``estimate``'s terms, as they went
+        return scoring + evaluation + n_budgets + checks  # ``estimate``'s terms, as they went
 
     def stored_work(self, model, model_id, task, config, n_tokens, n_budgets, store) -> StoredWork | None:
         """The pairs' scoring when their score matrices are in the store, and the candidates'
@@ -387,7 +390,8 @@ class QueryCircuitMethod(Method):
         lengths = _prompt_lengths(
             pairs, listed_pairs_tokens(model, task, config), n_tokens
         )  # as ``estimate``
-        scoring = base.estimate(base_config, adapter_of(model).spec, n_tokens, 0).passes * lengths * share
+        per_pair = base.estimate(base_config, adapter_of(model).spec, n_tokens, 0)
+        scoring = tasks_scoring_cost(base, per_pair, pairs, lengths)[0] * share
         what = "the paraphrases' scores and evaluations" if metrics_stored else "the paraphrases' scores"
         if share < 1.0:
             what = f"the scores of the {stored} of its {listed} pairs"

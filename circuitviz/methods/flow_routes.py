@@ -259,10 +259,38 @@ def _readers_of(spec: GraphSpec, layer: int, kinds) -> list[int]:
 
 
 # the observed pass (every writer and the attention patterns kept) and the shares, in plain passes:
-# 6.1 on Gemma-3-270M and 7.1-8.0 on SmolLM2-135M (benchmarks/bench_pass_weights.py --only flow,
-# two runs each, load 8-11; session 47). Counted 3 before, unmeasured, and the first estimate
-# came out 0.81-0.90 times the run
-OBSERVED_PASSES = 6.5
+# a set-up, and the residual stream's shares, which compare each reader group's upstream writers at
+# every position (``share_rows``): work per plain pass that grows with the writers over the layers'
+# width, as a patched pass's mixing does. Measured 4.1-6.1 on Gemma-3-270M (1,729 rows over 18
+# layers of 640) and 5.5-8.0 on SmolLM2-135M (9,331 over 30 of 576) at 15 tokens, one thread (the
+# plain pass, compute-bound, and the shares, memory-bound, move apart with the load); the means of
+# two sessions, 5.1 and 6.7, fix the two figures below. Counted 6.5 on both before (session 47),
+# 3 before that
+OBSERVED_SET_UP = 4.5
+SHARE_PASSES = 99.0
+OBSERVED_PASSES = 5.1  # a graph whose shape is not known: Gemma-3-270M's
+
+
+def share_rows(spec) -> int:
+    """The writers the residual stream's shares compare at a position, over every reader group: each
+    layer's heads' and MLP's upstream writers, and the logits' (all of them)."""
+    layers = range(int(spec.n_layers))
+    return (
+        sum(spec.upstream_of_heads(layer) + spec.upstream_of_mlp(layer) for layer in layers) + spec.n_forward
+    )
+
+
+def observed_passes(spec=None) -> float:
+    """Flow routes' observed pass and shares in plain passes: ``OBSERVED_SET_UP`` and the shares'
+    work over a plain pass's, ``SHARE_PASSES`` x rows / (24 x layers x width) (a plain pass's
+    multiply-adds a position, 12 x width^2 a layer, over the rows' width each): Gemma-3-270M 5.1,
+    SmolLM2-135M 6.7. Prompts longer than about 25 tokens cost more on SmolLM2-135M (a head's
+    value shares grow with the positions squared): 14.5-19 at 39-47 tokens, not counted."""
+    n_layers = int(getattr(spec, "n_layers", 0) or 0)
+    width = int(getattr(spec, "d_model", 0) or 0)
+    if n_layers <= 0 or width <= 0:
+        return OBSERVED_PASSES
+    return OBSERVED_SET_UP + SHARE_PASSES * share_rows(spec) / (24.0 * n_layers * width)
 
 
 @register
@@ -281,10 +309,10 @@ class FlowRoutes(ScoringMethod):
     scores_estimate_metric = False  # proximity shares, not changes of the metric
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # the observed pass and the shares (``OBSERVED_PASSES``), then the clean and corrupted runs
+        # the observed pass and the shares (``observed_passes``), then the clean and corrupted runs
         # and the curve
         return Cost(
-            passes=OBSERVED_PASSES + PREPARE_PASSES + curve_passes(n_budgets, spec),
+            passes=observed_passes(spec) + PREPARE_PASSES + curve_passes(n_budgets, spec),
             prompt_passes=PREPARE_PASSES,
         )
 

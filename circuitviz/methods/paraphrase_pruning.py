@@ -80,7 +80,7 @@ from .mask_learning import (
 from .mask_thresholds import CUTS, GIT_SHARES, git_cut
 from .paraphrase_pairs import GENERATED, ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, register
-from .scoring import pair_scores
+from .scoring import pair_scores, tasks_scoring_cost
 from .settings import ig_steps_setting, paraphrases_setting, setting
 
 WARM_STARTS = ("eap-ig", "average", "balanced", "consensus", "bon")
@@ -435,10 +435,12 @@ class ParaphrasePruning(Method):
             get_method("eap-ig").make_config({"ig_steps": int(config.ig_steps)}), spec, n_tokens, 0
         )
         scored = 1 if config.warm_start == "eap-ig" else tasks
+        # the tasks' EAP-IG rows in one batched gradient pass (``pair_scores``), its chunks counted
+        scoring, rows = tasks_scoring_cost(get_method("eap-ig"), warm, scored, float(scored))
         masks = max(int(n_budgets), 1)
         learned = tasks * (2 if config.reverse else 1)  # ``reverse``: each fitted task both ways
         return Cost(
-            passes=warm.passes * scored
+            passes=scoring
             + PARAPHRASE_CHECK_PASSES * paraphrases
             + 2.0 * valid
             + learning_passes(steps, masks, learned)  # every mask on every fitted task
@@ -449,6 +451,7 @@ class ParaphrasePruning(Method):
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases,
             prompt_passes=warm.prompt_passes,  # the prompt's evaluator's runs (the paraphrases' are made anew)
+            gradient_rows=rows,
         )
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:

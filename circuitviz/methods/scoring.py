@@ -18,7 +18,7 @@ from ..engine.score_checks import require_finite_scores
 from ..measure.evaluate import Evaluator, evaluators_of_tasks
 from ..models.adapter import model_dtype
 from ..models.devices import model_working_memory_bytes
-from .base import Progress, RunContext, ScoringMethod
+from .base import GRADIENT_SETUP_PASSES, Cost, Progress, RunContext, ScoringMethod
 from .registry import available_methods
 
 
@@ -86,3 +86,32 @@ def pair_scores(
     for matrix in results:
         require_finite_scores(matrix, spec, method.name, model)
     return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
+
+
+def shares_gradient_passes(method) -> bool:
+    """Whether ``method`` scores several tasks in shared gradient passes (EAP, EAP-IG, RelP write
+    ``score_batch``); any other scorer goes task by task (``ScoringMethod.score_batch``)."""
+    return isinstance(method, ScoringMethod) and type(method).score_batch is not ScoringMethod.score_batch
+
+
+def tasks_scoring_cost(
+    method, per_task: Cost, tasks: int, lengths: float
+) -> tuple[float, int | tuple[int, ...]]:
+    """(passes, ``Cost.gradient_rows``) of scoring ``tasks`` tasks with ``method`` through
+    ``pair_scores``, each counted as ``per_task`` (the method's own cost of one task, no curve) and
+    ``lengths`` the tasks' tokens in prompts' lengths.
+
+    A scorer that shares its passes runs the tasks' rows (IG steps) as one batched gradient pass:
+    one set-up, and ``limits.estimate_run`` adds one a chunk the device's memory cuts the rows
+    into (a chunk holds 37 rows of the IOI prompt on Gemma-3-270M, 12 on SmolLM2-135M). Counted
+    a set-up a task and no chunk, ten pairs of 20 steps were 4 set-ups over on Gemma and 7 short
+    on SmolLM2, and more where a longer prompt or less memory cuts the rows finer. Any other
+    scorer pays its set-up and chunks once a task."""
+    tasks = max(int(tasks), 0)
+    rows = per_task.gradient_rows if isinstance(per_task.gradient_rows, int) else 0
+    if tasks == 0:
+        return 0.0, 0
+    if not rows or not shares_gradient_passes(method):
+        return per_task.passes * lengths, (tuple([rows] * tasks) if rows else 0)
+    setup = GRADIENT_SETUP_PASSES * lengths / tasks  # one set-up, over the tasks' mean length
+    return (per_task.passes - GRADIENT_SETUP_PASSES) * lengths + setup, rows * tasks
