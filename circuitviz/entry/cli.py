@@ -294,7 +294,9 @@ def cmd_evaluate(args) -> int:
         transfer, lines = file_transfer(model, task, circuits, budgets, loaded.source, pairs, args.max_tokens)
         print("\n".join(lines))
     notes = [*loaded.notes, rows] if len(curve) > 1 else loaded.notes
-    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, notes, kinds, transfer)
+    outputs.write_evaluation_json(
+        args, model_id, task, spec, baseline, curve, notes, kinds, transfer, neutral
+    )
     return 0
 
 

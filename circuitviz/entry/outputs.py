@@ -97,13 +97,17 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
 
 
 def write_evaluation_json(
-    args, model_id: str, task, spec, baseline, curve, notes, kinds=None, transfer=None
+    args, model_id: str, task, spec, baseline, curve, notes, kinds=None, transfer=None, neutral=False
 ) -> None:
     """``evaluate``'s figures as JSON at ``args.json`` (nothing when it is None): what it printed,
     with the names ``discover``'s JSON gives the same figures (its ``curve`` points; NaN, a figure
     not measured, as null), and ``point_circuits``: which circuit each point measured (the first,
-    the file's in_graph circuit, has its edge count as its 'budget', which the JSON said nowhere)."""
+    the file's in_graph circuit, has its edge count as its 'budget', which the JSON said nowhere).
+    ``neutral``: the task has no corrupted prompt and was measured against the neutral prompt, which
+    ``baseline_note`` says (the baseline's 'corrupted' beside an empty corrupted prompt said nowhere
+    what it was the metric of; the printed table reads "neutral prompt metric")."""
     from ..core.results import json_safe
+    from ..details.base import NEUTRAL_PROMPT_WORDS
 
     if args.json is None:
         return
@@ -114,6 +118,14 @@ def write_evaluation_json(
         "task": task.to_dict(),
         "total_edges": int(spec.n_edges),
         "baseline": {"clean": baseline.clean, "corrupted": baseline.corrupted},
+        **(
+            {
+                "baseline_note": f"no corrupted prompt: 'corrupted' is the metric of {NEUTRAL_PROMPT_WORDS}, "
+                "against which NFS, NDF and necessity were measured"
+            }
+            if neutral and not task.corrupted
+            else {}
+        ),
         "curve": [json_safe(point.to_dict()) for point in curve],
         "point_circuits": list(kinds or []),
         "notes": list(notes),
