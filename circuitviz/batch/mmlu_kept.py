@@ -3,7 +3,7 @@
 Explore's picker offers the questions the sidebar's model can explain first: those whose
 corruption lowers the metric by at least 1 logit (``mmlu_tasks.question_verdicts``, the rule the
 batch drawer and the picker's own refusal apply, with the picker's length limit: none). A
-subject is checked in chunks of ``CHUNK`` questions in the file's order; each chunk's marks are
+subject is checked in chunks of ``CHUNK`` questions, shortest first; each chunk's marks are
 stored as soon as it is done, so a check stopped midway (the user picked something, the server
 stopped) keeps what it found and goes on from there.
 
@@ -137,6 +137,19 @@ class KeptStore:
             if written is not None:
                 Path(written).unlink(missing_ok=True)
         return merged
+
+
+def check_order(model, questions: list[MMLUQuestion]) -> list[MMLUQuestion]:
+    """The questions in the order the picker checks them: shortest prompt first (the file's order
+    among equals), so each chunk's prompts are of about one length (little padding in a pass) and a
+    stopped check has found the most questions for its time."""
+    from ..models.adapter import adapter_of
+
+    adapter = adapter_of(model)
+    lengths = {
+        q.row: adapter.to_tokens(q.prompt(), truncate=False, on_device=False).shape[1] for q in questions
+    }
+    return sorted(questions, key=lambda q: lengths[q.row])
 
 
 def marks_of(verdicts) -> dict[int, Mark]:

@@ -56,9 +56,9 @@ def offer_sentence(subject: str, model_id: str, total: int, checked: int, kept: 
             "with its reason."
         )
     return (
-        f"The validity check keeps {kept:,} of the {checked:,} of {name}'s {counted(total, 'question')} "
-        f"checked on {model} so far ({share}), listed first ({KEPT_MARK}); {total - checked:,} are not checked "
-        f"yet ({UNCHECKED_MARK}), after them."
+        f"So far {checked:,} of {name}'s {counted(total, 'question')} are checked on {model}, the shortest "
+        f"first, and the validity check keeps {kept:,} of them ({share}), listed first ({KEPT_MARK}); the "
+        f"{total - checked:,} not checked yet ({UNCHECKED_MARK}) follow."
     )
 
 
@@ -106,7 +106,7 @@ def check_control(model, model_id: str, subject: str, rows: list[int], shown: in
 @st.fragment
 def _check_fragment(model, model_id: str, subject: str, rows: list[int], shown: int) -> None:
     from ..batch.mmlu import load_mmlu
-    from ..batch.mmlu_kept import CHUNK, check_chunk
+    from ..batch.mmlu_kept import CHUNK, check_chunk, check_order
 
     store, marks = subject_marks(model, model_id, subject, rows)
     if marks.done:
@@ -118,12 +118,12 @@ def _check_fragment(model, model_id: str, subject: str, rows: list[int], shown: 
             st.rerun()
         return
     by_row = {question.row: question for question in load_mmlu().questions if question.subject == subject}
-    waiting = marks.waiting
+    waiting = check_order(model, [by_row[row] for row in marks.waiting])
     total, checked, kept = len(rows), marks.checked, marks.kept
     bar = st.progress(checked / total, text=progress_words(subject, model_id, total, checked, kept, None))
     started, done_here = time.monotonic(), 0
     for start in range(0, len(waiting), CHUNK):
-        chunk = [by_row[row] for row in waiting[start : start + CHUNK]]
+        chunk = waiting[start : start + CHUNK]
         try:
             found = check_chunk(model, store, subject, chunk)
         except ValueError as error:  # MMLUError: a tokenizer that splits a letter; its one sentence
