@@ -81,7 +81,8 @@ def test_evaluates_help_does_not_send_the_corrupted_prompt_to_discover(capsys):
         cli.main(["evaluate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     said = text[text.index("--corrupted CORRUPTED q'") :][:200]
-    assert "discover" not in said and "proposed as the app does when omitted" in said
+    assert "discover" not in said
+    assert "when omitted, the circuit file's for its own prompt, else proposed as the app does" in said
     assert "default: the circuit file's own task, for every task flag not given" in text
 
 

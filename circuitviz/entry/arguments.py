@@ -45,8 +45,18 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, help="model id or local folder (default: the embedded Gemma-3-270M)"
     )
-    parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: cuda when available)")
-    parser.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"])
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cuda, mps, cpu or auto (default, auto: cuda when available, else mps, else cpu)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        choices=["float32", "float16", "bfloat16"],
+        help="the model's precision (default float32 on every device: half precision turns the small "
+        "differences circuit scores are made of into rounding noise)",
+    )
     parser.add_argument(
         "--backend",
         choices=["hooked", "bridge"],

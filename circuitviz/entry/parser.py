@@ -27,17 +27,24 @@ def _add_task_arguments(
     parser: argparse.ArgumentParser, need_corrupted: bool = True, from_file: bool = False
 ) -> None:
     said = "; default: the circuit file's own task, for every task flag not given" if from_file else ""
+    # evaluate takes what a flag leaves out from the circuit file's task when it is this prompt's
+    # (``file_task.fill_from_file``), and proposes only for another prompt; its metric is never
+    # switched to logprob (no method there): the help said discover's rules until 2026-12-07
+    omitted = (
+        "when omitted, the circuit file's for its own prompt, else proposed as the app does"
+        if from_file
+        else "proposed as the app does when omitted"
+    )
     parser.add_argument("--prompt", required=not from_file, help="the clean prompt q" + said)
     parser.add_argument(
         "--corrupted",
         default=None,  # None: not given (proposed); "" or spaces: given empty (refused)
-        help="q' : the prompt with its key fact replaced (same token length); proposed as the app does when "
-        "omitted",
+        help=f"q' : the prompt with its key fact replaced (same token length); {omitted}",
     )
     parser.add_argument(
         "--answer",
         default=None,  # None: not given (proposed); "": given empty (refused)
-        help="the answer token, with its leading space (' Mary'); proposed as the app does when omitted",
+        help=f"the answer token, with its leading space (' Mary'); {omitted}",
     )
     parser.add_argument(
         "--foil", action="append", default=[], help="a wrong-answer token; repeat for several"
@@ -46,9 +53,16 @@ def _add_task_arguments(
         "--metric",
         default=None,
         choices=list(METRICS),
-        help="default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
+        help="default: the circuit file's, with its foils, for its own prompt, else logit_diff"
+        if from_file
+        else "default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
     )
-    parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        help="refuse prompts longer than this many tokens (default 256)",
+    )
     add_task_check_argument(parser)
 
 
@@ -131,8 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "planted-bench", help="score methods against planted circuits: SHD, precision, recall, time"
     )
-    bench.add_argument("--methods", default="eap,eap-ig,circuit-lasso,acc++", help="comma separated")
-    bench.add_argument("--cases", type=int, default=20, help="how many planted models")
+    bench.add_argument(
+        "--methods", default="eap,eap-ig,circuit-lasso,acc++", help="comma separated (default: %(default)s)"
+    )
+    bench.add_argument("--cases", type=int, default=20, help="how many planted models (default 20)")
     bench.add_argument("--seed", type=int, default=0, help="same seed, same cases; case 0 never changes")
     bench.add_argument("--json", type=Path, default=None, help="write every case's numbers here")
     bench.add_argument("--markdown", type=Path, default=None, help="write the summary table here")
@@ -209,10 +225,10 @@ def _add_batch_parser(commands) -> None:
         "--n",
         type=int,
         default=None,
-        help="how many tasks --generate makes (MMLU: per subject; default 100); with a dataset file, "
-        "run only its first N tasks",
+        help="how many tasks --generate makes, or questions --dataset mmlu draws per subject (default "
+        "100); with a dataset file, run only its first N tasks",
     )
-    batch.add_argument("--seed", type=int, default=0, help="seed of --generate")
+    batch.add_argument("--seed", type=int, default=0, help="seed of --generate and of --dataset mmlu's draw")
     batch.add_argument("--strict", action="store_true", help="refuse a dataset file with any bad row")
     batch.add_argument(
         "--out", type=Path, required=True, help="the batch folder (created; the same batch again resumes it)"
@@ -228,14 +244,24 @@ def _add_batch_parser(commands) -> None:
         "ten, 0.1%% to 100%% of the model's edges (the default; refused with --positions: a prompt's units depend on "
         "its length, so give unit counts)",
     )
-    batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+    batch.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        help="refuse prompts longer than this many tokens (default 256)",
+    )
     add_task_check_argument(batch)
     add_model_arguments(batch)
     batch.add_argument("--executor", default="local", choices=["local", "ray"])
     batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as fit)")
-    batch.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray worker takes")
     batch.add_argument(
-        "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray worker takes (0.5: two per GPU)"
+        "--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray worker takes (default 1)"
+    )
+    batch.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        help="GPUs each Ray worker takes (default 0; 0.5: two per GPU)",
     )
     batch.add_argument("--ray-address", default=None, help="join this Ray cluster (default: a local Ray)")
     batch.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
@@ -249,9 +275,17 @@ def _add_batch_parser(commands) -> None:
         help="keep circuits up to this budget in the table (default 10%% of the model's edges; with "
         "--positions the same count, in units)",
     )
-    batch.add_argument("--top-edges", type=int, default=100, help="strongest edges kept per row")
     batch.add_argument(
-        "--consensus", type=float, default=0.5, help="consensus share evaluated on every prompt (0 for none)"
+        "--top-edges",
+        type=int,
+        default=100,
+        help="strongest edges kept per row, with their scores (default 100)",
+    )
+    batch.add_argument(
+        "--consensus",
+        type=float,
+        default=0.5,
+        help="consensus share evaluated on every prompt (default 0.5; 0 for none)",
     )
     batch.add_argument(
         "--store", type=Path, default=None, help="result store folder (default: the shared one)"
