@@ -330,3 +330,45 @@ def test_every_left_out_line_writes_its_reason_on_after_the_colon():
     )
     assert line == "'a b c' (held out): the corruption lowers the logit difference by 0.15."
     assert paraphrase_left_out_line("x", "NDF is undefined here.") == "x: NDF is undefined here."
+
+
+def test_an_older_shortfall_note_a_cache_stored_reads_in_todays_words():
+    """A result stored between 2026-12-02 and 12-05 says "Fewer than 5 held-out paraphrases passed
+    both checks (4 for some circuits)." of circuits each measured on its own count; only the Gallery
+    said it again from the record's counts (``entry.api.transfer_note``), and no Gallery example
+    holds it since its rebuild (``tests/test_gallery_words.py``): the result view says it so, for a
+    result a user's cache kept from then (Explore, Compare)."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from types import SimpleNamespace
+
+        from circuitviz.core.curves import Baseline, CurvePoint
+        from circuitviz.details.base import MethodDetails
+        from circuitviz.ui import result_view
+
+        note = "Fewer than 5 held-out paraphrases passed both checks (4 for some circuits)."
+        transfer = {
+            "note": note,
+            "budgets": {"103": {"paraphrases": list("abcd"), "ndf": [0.2, 0.4, 0.6, 0.8]}},
+        }
+        point = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
+        result = SimpleNamespace(
+            method="eap-ig",
+            details=MethodDetails(),
+            transfer=transfer,
+            baseline=Baseline(2.0, -1.0),
+            graph=SimpleNamespace(n_edges=10342),
+            task=SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to"),
+            curve=[point],
+        )
+        result_view.metrics_row(result, 103, point)
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception, at.exception
+    said = [c.value.replace("\\", "") for c in at.caption]  # markdown's escapes taken out
+    said = [caption for caption in said if caption.startswith("The held-out measurement")]
+    assert said == [
+        "The held-out measurement: fewer than 5 held-out paraphrases passed both checks, so the circuit "
+        "at budget 103 was measured on 4."
+    ], said

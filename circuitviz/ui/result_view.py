@@ -18,7 +18,7 @@ from ..core.keys import process_key
 from ..core.phases import timing_words
 from ..core.text import after_colon, counted, markdown_text, method_settings, possessive, shown_token
 from ..details.base import found_edges
-from ..entry.api import evaluate_circuits
+from ..entry.api import evaluate_circuits, transfer_note
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN, reason_as_now
 from ..render.curve_notes import curve_notes
@@ -105,7 +105,8 @@ def metrics_row(result, budget: int, point=None) -> None:
             column.metric(label, value, help=METRIC_HELP[label])
     held = held_out_caption(result, point.budget) if point is not None else ""
     # the measured transfer's own sentence (the paraphrases its checks left out, and why) beside its figure
-    measured = (result.transfer or {}).get("note") if held and transfer_entry(result, point.budget) else ""
+    # in today's words: a result a user's cache stored earlier may hold the older ones (query.pairs, entry.api)
+    measured = transfer_note(result.transfer) if held and transfer_entry(result, point.budget) else ""
     # beside the method's own notes; "The held-out measurement: Fewer than 5 ..." read wrong
     measured = f"The held-out measurement: {after_colon(reason_as_now(measured))}" if measured else ""
     notes = result.details.page_notes() if result.details is not None else []
