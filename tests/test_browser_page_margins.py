@@ -83,3 +83,60 @@ def test_smollm2_circuits_are_readable_in_a_1000_px_window(tmp_path_factory):
             assert not graph_problems(page), (width, graph_problems(page)[:5])  # nothing clipped
             assert min(seen["labels"]) >= HELD_LABEL_PX, (width, seen)
             page.screenshot(path=str(OUTPUT / f"margins-explore-smollm2-{width}.png"))
+
+
+# each drawing's smallest label (px), and whether its canvas, wider than its box, scrolls there
+SCROLLED = """() => [...document.querySelectorAll('.cv-root')].map(root => { const network = root.cvNetwork;
+  const canvas = root.querySelector('.cv-canvas'), box = canvas.parentElement;
+  const label = Math.min(...network.body.data.nodes.get().filter(node => node.label)
+    .map(node => (node.font && node.font.size) || 14)) * network.getScale();
+  return {label, canvas: canvas.getBoundingClientRect().width, box: box.clientWidth,
+          reach: box.scrollWidth, overflow: getComputedStyle(box).overflowX}; })"""
+
+
+def _labels_held_at_every_width(page, name: str) -> None:
+    for width in (1000, 1500, 2000):
+        page.set_viewport_size({"width": width, "height": 1200})
+        page.wait_for_timeout(1500)
+        assert not graph_problems(page), (name, width, graph_problems(page)[:5])  # inside the canvas
+        for seen in page.evaluate(SCROLLED):
+            assert seen["label"] >= HELD_LABEL_PX - 0.05, (name, width, seen)
+            # a canvas wider than its box scrolls sideways there: nothing is out of reach
+            assert seen["canvas"] <= seen["box"] + 1 or (
+                seen["overflow"] == "auto" and seen["reach"] >= seen["canvas"] - 1
+            ), (name, width, seen)
+        page.screenshot(path=str(OUTPUT / f"scroll-{name}-smollm2-{width}.png"))
+
+
+@pytest.mark.browser
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_smollm2_compare_and_positions_keep_their_labels_readable(tmp_path_factory):
+    """In a 1,000 px window Compare's three SmolLM2-135M circuits in one layout were fitted at 10.0
+    px (an audit saw 8.5) and the IOI prompt's graph over its 15 token positions at 6.8 px (10.8 at
+    1,500 px): fitted to the page's width, too wide a drawing shrank. A frame narrower than the
+    width that draws its labels at ``HELD_LABEL_PX`` is now drawn that wide and scrolls sideways."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    pytest.importorskip("playwright.sync_api")
+    cache = fresh_cache(tmp_path_factory.mktemp("cache"))
+    with chromium_on_app(cache, "streamlit-scroll.log") as (url, browser):
+        page = browser.new_page(viewport={"width": 1000, "height": 1200})
+        page.goto(f"{url}/compare?{urllib.parse.urlencode({**IOI, 'compare': 'eap,eap-ig,relp'})}")
+        wait_for(page, button_ready("Run the comparison"), WAIT_MS)
+        settled(page)
+        page.get_by_role("button", name="Run the comparison", exact=True).first.click()
+        wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 3", WAIT_MS)
+        settled(page)
+        _labels_held_at_every_width(page, "compare")
+        page.close()
+        page = browser.new_page(viewport={"width": 1000, "height": 1200})
+        page.goto(f"{url}/?{urllib.parse.urlencode({**IOI, 'method': 'eap-ig'})}")
+        wait_for(page, button_ready("Run"), WAIT_MS)
+        settled(page)
+        page.get_by_text("positions", exact=True).first.click()
+        settled(page)
+        page.get_by_role("button", name="Run", exact=True).first.click()
+        wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+        settled(page)
+        _labels_held_at_every_width(page, "positions")

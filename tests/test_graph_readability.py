@@ -4,6 +4,7 @@ Graph HTML)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import torch
@@ -264,3 +265,32 @@ def test_a_methods_own_scores_are_dashed_alike_and_said_to_be_its_own():
         assert "against the answer" not in said and "carries the answer" not in said
     titles = " ".join(edge["title"] for edge in edges.vis.edges)
     assert "the method's own score, not an effect on the metric" in titles and "answer" not in titles
+
+
+def test_a_frame_too_narrow_for_readable_labels_is_drawn_wider_and_scrolls():
+    """Fitted to a 652 px page (a 1,000 px window), Compare's three SmolLM2-135M circuits in one
+    layout drew their labels at 10.0 px and the graph over 15 token positions at 6.8 px: the
+    drawing now says the width that draws its labels at ``HELD_LABEL_PX`` (at most
+    ``SCROLL_WIDTH``), and the frame is that wide, its box scrolling sideways (Chromium measures
+    it in ``tests/test_browser_page_margins.py``)."""
+    from circuitviz.render.vis import DRAW_SCRIPT, HELD_LABEL_PX, SCROLL_WIDTH, VisGraph
+
+    def wide(right: float) -> VisGraph:
+        nodes = [{"id": str(i), "label": "a1.h1", "x": x, "y": 0.0, "shape": "box", "font": {"size": 22}}
+                 for i, x in enumerate((0.0, right / 2, right))]  # fmt: skip
+        return VisGraph(nodes, [])
+
+    graph = wide(1500.0)
+    left, _, right, _ = graph.bounds()
+    data = graph.to_data()
+    assert data["min_width"] == math.ceil(graph.readable_width()) > 652
+    # fitted to that width (95 % of it, as cvFit does), a label is drawn at HELD_LABEL_PX
+    assert abs((data["min_width"] - 2) * 0.95 / (right - left) * 22 - HELD_LABEL_PX) < 0.05
+    assert (
+        wide(50_000.0).to_data()["min_width"] == SCROLL_WIDTH
+    )  # a huge drawing: its hint says how to read it
+    assert 'container.style.minWidth = data.min_width + "px"' in DRAW_SCRIPT
+    assert 'container.parentElement.style.overflowX = "auto"' in DRAW_SCRIPT
+    # vis-network's own fit keeps a margin of its own: the frame is widened by the labels' shortfall
+    assert "HELD_LABEL_PX / (least || 1)" in DRAW_SCRIPT and data["scroll_width"] == SCROLL_WIDTH
+    assert data["scroll_hint"].startswith("The drawing is wider than the page")

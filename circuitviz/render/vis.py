@@ -76,6 +76,14 @@ WINDOW_MARGIN = 60
 # 167-edge circuit with captions (30 rows of two-line labels) was drawn at 7.8, 8.5 and 8.9 px at
 # 1,000, 1,500 and 2,000 px, and Compare's two at 7.3 to 7.7 px (Chromium, 1,200 px high window)
 HELD_LABEL_PX = 11
+# a frame narrower than the width that draws its labels at HELD_LABEL_PX (``VisGraph.readable_width``)
+# is drawn that wide, up to SCROLL_WIDTH px, and scrolls sideways under its key: in a 1,000 px window
+# (652 px of page) Compare's three SmolLM2-135M circuits in one layout were fitted at 10.0 px and
+# the IOI prompt over its 15 token positions at 6.8 px (Chromium, 2026-12-07); nothing is cut off
+SCROLL_WIDTH = 1400
+SCROLL_HINT = (
+    "The drawing is wider than the page, so that its labels are readable: scroll sideways to see all of it."
+)
 SMALL_HINT_WINDOW = (
     "The labels are drawn at {px} px in this frame, held to the window's height{hidden}: press "
     '"full size" for a taller frame (the page scrolls past it), hover a node for its name, or zoom '
@@ -170,6 +178,9 @@ class VisGraph:
             "box": list(self.bounds()) if self.frame is not None else None,
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": self.max_height(),
+            "min_width": min(SCROLL_WIDTH, math.ceil(self.readable_width())),
+            "scroll_width": SCROLL_WIDTH,
+            "scroll_hint": SCROLL_HINT,
         }
 
 
@@ -369,6 +380,11 @@ function cvHintUpdate(network, data) {  // labels too small to read: the frame s
     var frame = network.body.container, height = parseFloat(frame.style.height) || frame.clientHeight;
     var held = !network.cvTall && height < cvFullHeight(data, frame.clientWidth) - 1;
     var tall = height >= data.max_height;
+    var box = frame.parentElement, wide = box && frame.offsetWidth > box.clientWidth + 1;
+    if (!small && wide && data.scroll_hint) {  // the frame scrolls sideways: say so
+      network.cvHint.style.display = "";
+      network.cvHint.textContent = data.scroll_hint;
+    }
     if (small && data.small_hint_tall) {
       var template = held ? data.small_hint_window : (tall ? data.small_hint_tall : data.small_hint);
       network.cvHint.textContent = cvHintText(network, template);
@@ -399,16 +415,29 @@ function cvSize(network, data) {  // the frame's height for its width (and the w
   // cvFull: the user's choice (null: none yet); cvTall: the frame is at its full height now. With
   // no choice the frame is held to the window unless that draws its labels under HELD_LABEL_PX
   network.cvTall = network.cvFull === true;
-  for (var pass = 0; pass < 3; pass++) {  // again if the fit showed or hid the line above
+  var widened = 0;  // the labels' size when the frame was widened for them (0: not widened)
+  for (var pass = 0; pass < 5; pass++) {  // again if the fit showed or hid the line above
     var height = cvHeight(data, width, network.cvTall, container);
     container.style.height = height + "px";
     network.setSize(width + "px", height + "px");
     network.redraw();
     cvFit(network, data);
-    var sizes = cvLabelSizes(network);
+    var sizes = cvLabelSizes(network), least = sizes.length ? Math.min.apply(null, sizes) : 0;
     if (network.cvFull === null && !network.cvTall && height < full - 1 && sizes.length &&
-        Math.min.apply(null, sizes) < HELD_LABEL_PX) {
+        least < HELD_LABEL_PX) {
       network.cvTall = true;  // held, its labels too small to read: at its full height
+      continue;
+    }
+    // vis-network's own fit (no shared box) keeps more margin than ``min_width`` allows for: the
+    // frame once wider by the labels' shortfall, up to ``scroll_width``; back if that did not help
+    // (a frame at its greatest height is fitted to its height)
+    var wider = Math.min(data.scroll_width || 0, Math.ceil(width * HELD_LABEL_PX / (least || 1)) + 2);
+    var back = widened > 0 && least <= widened * 1.01;
+    if (back || (data.min_width && !widened && least && least < HELD_LABEL_PX - 0.05 && wider > width + 1)) {
+      container.style.minWidth = (back ? data.min_width : wider) + "px";
+      widened = back ? -1 : least;
+      width = container.clientWidth || wider;
+      full = cvFullHeight(data, width);
       continue;
     }
     if (Math.abs(cvRoom(container) - room) < 2) break;
@@ -428,6 +457,10 @@ function cvToggleFull(network, data) {
   cvSize(network, data);
 }
 function cvDraw(container, data, options) {
+  if (data.min_width && container.parentElement) {  // readable labels: wider, the frame's box scrolls
+    container.style.minWidth = data.min_width + "px";
+    container.parentElement.style.overflowX = "auto";
+  }
   var width = container.clientWidth || 800;
   var height = cvHeight(data, width, false, container);
   container.style.height = height + "px";
