@@ -30,7 +30,15 @@ def metric_of(model, prepared, logits: torch.Tensor) -> torch.Tensor:
     return last[:, prepared.answer_id] - last[:, list(prepared.foil_ids)].mean(-1)
 
 
-POST_NORM_ARCHITECTURES = ("Olmo2ForCausalLM", "Olmo3ForCausalLM")
+# a norm on attention's and the MLP's own outputs, none before them (OLMo 2's layout); kept here
+# apart from the engine's circuitviz.models.architectures, which tests/test_architectures.py
+# checks against this list
+POST_NORM_ARCHITECTURES = (
+    "Olmo2ForCausalLM",
+    "Olmo3ForCausalLM",
+    "Exaone4ForCausalLM",
+    "FlexOlmoForCausalLM",
+)
 # architectures whose transformers norms compute in float32 whatever the model's dtype and sit on
 # a writer's output (Gemma's and GLM-4's norms after each sublayer, OLMo-2's and 3's) or normalise
 # each head's own input (the bridge's per-head inputs go through Cohere's LayerNorm, which rounds

@@ -195,3 +195,43 @@ def test_the_memory_estimate_counts_a_local_checkpoints_weights(tmp_path):
     assert "parameters" in estimate.sentence()
     with pytest.raises(ModelLoadError, match="config.json"):
         estimate_memory("circuitviz-test/not-a-model")
+
+
+def test_a_phi3_with_longrope_scaling_loads_through_the_bridge_with_transformers_logits(tmp_path):
+    """TransformerLens 3.9's Phi-3 converter reads no rope scaling: a Phi-3 with ``longrope``
+    (Phi-3-mini-128k, Phi-4-mini) loaded as a HookedTransformer whose logits were 2.5e-3 of the
+    largest off transformers'. HookedTransformer now refuses it in one sentence naming the bridge,
+    and with no backend named it loads through the bridge, which rotates with the model's tables."""
+    from transformers import AutoModelForCausalLM
+
+    from circuitviz.bench.toy_families import family_config, perturb_norms
+    from circuitviz.models.adapter import adapter_of
+
+    config = family_config("phi3")
+    config.rope_parameters = {
+        "rope_type": "longrope",
+        "rope_theta": 10000.0,
+        "short_factor": [1.0, 1.3, 1.7, 2.5],
+        "long_factor": [1.5, 2.0, 3.0, 4.0],
+        "original_max_position_embeddings": 16,
+        "partial_rotary_factor": 1.0,
+    }
+    config.original_max_position_embeddings = 16
+    torch.manual_seed(0)
+    original = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    perturb_norms(original, 1)
+    original.config.architectures = ["Phi3ForCausalLM"]
+    original.save_pretrained(str(tmp_path))
+    word_tokenizer().save_pretrained(str(tmp_path))
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(str(tmp_path), backend="hooked")
+    message = str(refused.value)
+    assert "'longrope' rope scaling" in message and "backend='bridge'" in message
+    assert len(message) <= 300 and message.count(". ") == 0
+    model = load_model(str(tmp_path))
+    assert is_bridge(model)
+    tokens = torch.tensor([[5, 9, 13, 2, 7, 11, 4, 3]], device="cpu")
+    with torch.no_grad():
+        expected = original(tokens).logits
+        got = adapter_of(model).logits(tokens)
+    assert float((got - expected).abs().max()) <= 1e-5 * float(expected.abs().max())

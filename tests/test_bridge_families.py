@@ -36,6 +36,7 @@ REFUSED = {
     ("olmo2", "acc++"): "OLMo",
     ("olmo3", "acc++"): "OLMo",
     ("olmoe", "acc++"): "OLMo",
+    ("flex_olmo", "acc++"): "FlexOlmo",
     ("gpt_oss", "acc++"): "sinks",  # gpt-oss's sink logit in every softmax
     ("mpt", "acc++"): "ALiBi",
     ("falcon_rw", "acc++"): "ALiBi",
@@ -43,6 +44,7 @@ REFUSED = {
     ("olmo2", "atp-star"): "normalised",
     ("olmo3", "atp-star"): "normalised",
     ("olmoe", "atp-star"): "normalised",
+    ("flex_olmo", "atp-star"): "normalised",
     ("gpt_oss", "atp-star"): "sink",
     ("mpt", "atp-star"): "alibi position bias",
     ("falcon_rw", "atp-star"): "alibi position bias",
@@ -50,9 +52,12 @@ REFUSED = {
     # activation RelP's rules follow
     **{
         (moe, "circuit-lasso"): "no hook point"
-        for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss")
+        for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss", "glm4_moe", "flex_olmo")
     },
-    **{(moe, "relp"): "activation" for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss")},
+    **{
+        (moe, "relp"): "activation"
+        for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss", "glm4_moe", "flex_olmo")
+    },
 }
 
 

@@ -99,17 +99,16 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
         ("codegen", "no per-head query, key and value inputs"),  # computes q, k, v from one input
         ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
         # until 2026-12-07 these booted, each giving wrong figures without a word (HunYuan's logits
-        # 6 % off; EXAONE 4's heads unnormalised; Falcon-H1's Mamba mixer outside the graph) or a
-        # traceback (at load or in the middle of a run; MiniMax-M2's a tensor size)
+        # 6 % off; Falcon-H1's Mamba mixer outside the graph) or a traceback (at load or in the
+        # middle of a run; MiniMax-M2's a tensor size); EXAONE 4 and FlexOlmo, refused that day,
+        # run since circuitviz.models.architectures names their norms after attention and the MLP
         ("hunyuan_v1_dense", "normalises each head's queries and keys before the rotation, HunYuan after"),
-        ("exaone4", "add up to its residual stream only to within"),
         ("falcon_h1", "has a 'mamba' beside its attention and MLP"),
         ("lfm2", "block 0 (Lfm2DecoderLayer) has no attention but a 'conv'"),
         ("jamba", "has no attention but a 'mixer'"),
         ("vaultgemma", "refuses its compatibility mode"),
         ("gemma4_text", "layers differ in shape"),
         ("minimax_m2", "whole query vector across its heads"),
-        ("flex_olmo", "whole query vector across its heads"),
         ("openai_gpt", "GPT-1 normalises the residual stream itself after each attention and MLP"),
     ],
 )
@@ -146,3 +145,22 @@ def test_a_bridge_whose_logits_or_writers_are_not_the_models_is_refused():
     nan = expected.clone()
     nan[0, -1, 0] = float("nan")  # transformers' own NaN: the finite-logits check speaks instead
     require_faithful_graph(model, tokens, nan)
+
+
+def test_norms_after_the_writers_that_circuitviz_does_not_know_are_refused(monkeypatch):
+    """EXAONE 4 has OLMo 2's norms after attention and the MLP. Known by name
+    (``architectures.NORMS_AFTER_WRITERS``) it loads with transformers' logits; unknown, as it was
+    until 2026-12-07, its heads' outputs would be read unnormalised, and the load's sum check
+    refuses it in one sentence."""
+    from circuitviz.models import architectures
+
+    hf_model = random_hf_model("exaone4", seed=1, dtype=torch.float32)
+    model = bridge_from_hf(hf_model, word_tokenizer(), name="random-exaone4")
+    tokens = torch.tensor([[3, 8, 1, 12, 5]], device="cpu")
+    with torch.no_grad():
+        expected = random_hf_model("exaone4", seed=1, dtype=torch.float32)(tokens).logits
+        torch.testing.assert_close(adapter_of(model).logits(tokens), expected, rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(architectures, "NORMS_AFTER_WRITERS", frozenset({"Olmo2ForCausalLM"}))
+    with pytest.raises(ModelLoadError, match="add up to its residual stream only to within") as refused:
+        bridge_from_hf(random_hf_model("exaone4", seed=1, dtype=torch.float32), word_tokenizer(), name="x")
+    assert_one_sentence(str(refused.value))

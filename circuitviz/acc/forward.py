@@ -22,6 +22,7 @@ from ..core.graph import GraphSpec
 from ..engine import sites
 from ..engine.capture import observe
 from ..models.adapter import adapter_of
+from ..models.architectures import labels, whole_vector_qk_norm
 from .svd import compute_dtype, is_centring, pre_attention_norm
 
 UNSUPPORTED_POSITIONS = {
@@ -46,8 +47,11 @@ def check_supported(model) -> None:
         )
     if getattr(cfg, "use_qk_norm", False) and kind != "rotary":
         raise ValueError("ACC++ supports q/k-norms only in rotary models (Gemma-3); choose another model.")
-    if cfg.original_architecture in ("OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM"):
-        raise ValueError("ACC++ does not support OLMo's whole-vector q/k-norm; choose another model.")
+    if whole_vector_qk_norm(cfg.original_architecture):
+        raise ValueError(
+            f"ACC++ does not support {labels([cfg.original_architecture])}'s whole-vector q/k-norm; "
+            "choose another model."
+        )
 
 
 class PositionOperators:

@@ -18,6 +18,7 @@ import torch
 from .toy_models import word_tokenizer
 
 DROP = object()  # a common config field this family's config has no place for
+NORM_SCALE = 0.2  # the spread of the norms' weights and biases around their initial 1 and 0
 
 # family -> (transformers model type, config fields beyond the common ones)
 FAMILIES: dict[str, tuple[str, dict]] = {
@@ -143,6 +144,19 @@ FAMILIES: dict[str, tuple[str, dict]] = {
         },
     ),
     "jais2": ("jais2", {"num_key_value_heads": 2}),
+    # EXAONE 4 and FlexOlmo: OLMo 2's layout (a norm on attention's and the MLP's own outputs,
+    # none before them), refused at load on 2026-12-07 until circuitviz/models/architectures.py
+    # named them with OLMo 2; FlexOlmo also normalises whole query and key vectors and routes
+    # experts, EXAONE 4 rotates only its sliding-window layers (its global layers take none)
+    "exaone4": (
+        "exaone4",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "flex_olmo": ("flex_olmo", {"num_key_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 2}),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
@@ -178,21 +192,10 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "exaone": ("exaone", {"num_key_value_heads": 2}),
     "internlm3": ("internlm3", {"num_key_value_heads": 2}),
     # refused at load since 2026-12-07 (circuitviz/models/bridge_checks.py), each with its reason:
-    # the bridge's HunYuan normalises queries and keys before the rotation (HunYuan after); EXAONE 4
-    # and FlexOlmo normalise attention's and the MLP's outputs after them, as OLMo 2 does, which the
-    # bridge's adapter does not say; MiniMax-M2 and FlexOlmo normalise the whole query and key
-    # vectors; Falcon-H1 adds a Mamba mixer beside attention; LFM2, Jamba, Bamba, Qwen3-Next have
+    # the bridge's HunYuan normalises queries and keys before the rotation (HunYuan after);
+    # MiniMax-M2 normalises the whole query and key vectors; Falcon-H1 adds a Mamba mixer beside attention; LFM2, Jamba, Bamba, Qwen3-Next have
     # blocks without attention; VaultGemma has no compatibility mode; Gemma 4 layers of two shapes
     "hunyuan_v1_dense": ("hunyuan_v1_dense", {"num_key_value_heads": 2}),
-    "exaone4": (
-        "exaone4",
-        {
-            "num_key_value_heads": 2,
-            "sliding_window": 4,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
-    ),
-    "flex_olmo": ("flex_olmo", {"num_key_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 2}),
     "minimax_m2": (
         "minimax_m2",
         {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2},
@@ -384,12 +387,28 @@ def random_hf_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=
         family_config(family, n_layers), attn_implementation="eager", experts_implementation="eager"
     )  # eager experts: transformers' grouped matmul takes no float64
     model = model.to(dtype)
-    with torch.no_grad():  # norms that start at exactly 1 (or 0) would hide a misread norm weight
-        generator = torch.Generator(device="cpu").manual_seed(seed + 1)
-        for name, parameter in model.named_parameters():
-            if "norm" in name or "ln_" in name:
-                parameter.add_(0.2 * torch.randn(parameter.shape, generator=generator, device="cpu"))
+    perturb_norms(model, seed + 1)
     return model.eval()
+
+
+@torch.no_grad()
+def perturb_norms(model, seed: int, scale: float = NORM_SCALE) -> int:
+    """Add ``scale`` * N(0, 1) to every weight and bias of ``model``'s norms (q/k-norms included),
+    as transformers initialises them at exactly 1 and 0 (Gemma's at 0, read as 1 + 0): a check on
+    such a model passes with a norm's weight ignored or a norm applied at the wrong site (HunYuan's
+    queries normalised before the rotation ran unnoticed so). A norm is a module whose class name
+    says so (LayerNorm, RMSNorm, LayerNorm1P, ...); its parameters are named ``*norm*`` or
+    ``ln_*`` in every family here. Returns the number of tensors changed."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    changed = 0
+    for module in model.modules():
+        if "norm" not in type(module).__name__.lower():
+            continue
+        for parameter in module.parameters(recurse=False):
+            noise = torch.randn(parameter.shape, generator=generator, device="cpu", dtype=torch.float32)
+            parameter.add_((scale * noise).to(parameter.device, parameter.dtype))
+            changed += 1
+    return changed
 
 
 def random_family_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=torch.float64):

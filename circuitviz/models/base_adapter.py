@@ -27,6 +27,7 @@ from functools import cached_property
 import torch
 
 from ..core.graph import GraphSpec
+from .architectures import norms_after_writers, whole_vector_qk_norm
 from .attention_parts import AttentionParts
 from .tokens import token_text
 
@@ -478,9 +479,7 @@ class ModelAdapter:
     @property
     def reads_unnormalised_residual(self) -> bool:
         """Whether attention reads the residual unnormalised, its norm coming after (OLMo-2)."""
-        from transformer_lens.components.transformer_block import POST_NORM_ARCHITECTURES
-
-        return self.cfg.original_architecture in POST_NORM_ARCHITECTURES
+        return norms_after_writers(self.cfg.original_architecture)
 
     def qkv_weights(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """W_Q, W_K, W_V of a layer, each [n_heads, d_model, d_head]."""
@@ -523,11 +522,7 @@ class ModelAdapter:
             return "its attention has sink columns"
         if cfg.positional_embedding_type in ("alibi", "relative_positional_bias"):
             return f"its attention adds a {cfg.positional_embedding_type} position bias"
-        if getattr(cfg, "use_logn_attn", False) or cfg.original_architecture in (
-            "OlmoeForCausalLM",
-            "Olmo2ForCausalLM",
-            "Olmo3ForCausalLM",
-        ):
+        if getattr(cfg, "use_logn_attn", False) or whole_vector_qk_norm(cfg.original_architecture):
             return "its queries and keys are normalised or scaled in a way this recomputation does not follow"
         return None
 

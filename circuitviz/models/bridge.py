@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from circuitviz.core.text import first_sentence
+from circuitviz.models.architectures import HOOKED_CONVERTS_SHARED_NORM, whole_vector_qk_norm
 from circuitviz.models.bridge_checks import (
     probe_tokens,
     reference_logits,
@@ -98,7 +99,7 @@ def ungroup_attention(hf_model: PreTrainedModel) -> int:
         # Qwen 3 each head's (head_dim wide, which equals n_kv * head_dim when n_kv is 1)
         k_norm = getattr(module, "k_norm", None)
         weight = getattr(k_norm, "weight", None)
-        whole_vector = "Olmo" in type(module).__name__
+        whole_vector = whole_vector_qk_norm(architecture_of(hf_model))
         if whole_vector and weight is not None and weight.shape[0] == n_kv * head_dim:
             k_norm.weight = torch.nn.Parameter(_repeat_rows(weight.data, n_kv, repeats))
         module.num_key_value_groups = 1
@@ -148,13 +149,6 @@ def refuse_offload(hf_model: PreTrainedModel, name: str) -> None:
         "cannot run; give it more GPUs (n_devices), more memory per GPU (max_memory) or a smaller "
         "dtype (bfloat16)."
     )
-
-
-# architectures with parallel blocks reading one norm that TransformerLens's HookedTransformer
-# converts (its MLP gets an input hook of its own there); for the rest (StableLM with
-# use_parallel_residual, Falcon-RW's parallel layout) the bridge's refusal named this way out,
-# which the load had just found closed ("it has no converter for StableLmForCausalLM")
-HOOKED_CONVERTS_SHARED_NORM = ("PhiForCausalLM", "GPTJForCausalLM")
 
 
 def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_used: bool = False):

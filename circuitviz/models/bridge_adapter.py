@@ -22,11 +22,9 @@ from functools import cached_property
 
 import torch
 
+from circuitviz.models.architectures import norms_after_writers
 from circuitviz.models.attention_parts import AttentionParts
 from circuitviz.models.base_adapter import Hook, ModelAdapter
-
-# architectures whose attention reads the residual unnormalised, the norm after it (OLMo-2, 3)
-POST_NORM_ARCHITECTURES = frozenset({"Olmo2ForCausalLM", "Olmo3ForCausalLM"})
 
 
 def is_bridge(model) -> bool:
@@ -179,7 +177,7 @@ class BridgeAdapter(ModelAdapter):
 
     @property
     def reads_unnormalised_residual(self) -> bool:
-        return str(getattr(self.cfg, "architecture", "")) in POST_NORM_ARCHITECTURES
+        return norms_after_writers(getattr(self.cfg, "architecture", ""))
 
     # ----- runs --------------------------------------------------------------------------------
     @contextmanager

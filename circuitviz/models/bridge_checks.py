@@ -26,32 +26,12 @@ from __future__ import annotations
 import torch
 
 from circuitviz.core.text import first_sentence
+from circuitviz.models.architectures import DIVERGENT, NO_RESIDUAL_SUM, WHOLE_VECTOR_QK_NORMS, labels
 from circuitviz.models.errors import ModelLoadError
 
 # a block's parts circuitviz reads: its norms, its attention and its MLP
 BLOCK_PARTS = frozenset({"ln1", "ln2", "ln1_post", "ln2_post", "attn", "mlp"})
 PROBE_LENGTH = 4
-# the architectures whose q/k-norms over the whole vector circuitviz follows (acc/forward.py and
-# base_adapter.attention_score_problem refuse them by these names)
-WHOLE_VECTOR_QK_NORMS = frozenset({"OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM"})
-
-
-# architectures TransformerLens 3.9's bridge is known to compute otherwise than transformers, where
-# the logits check below may not see it: with norm weights of 1 (transformers' initialisation)
-# HunYuan's two orders agree, so a random model passes; a trained one differs by as little as
-# its norm weights differ from 1
-DIVERGENT = {
-    "HunYuanDenseV1ForCausalLM": "it normalises each head's queries and keys before the rotation, "
-    "HunYuan after",
-}
-
-
-# architectures whose residual stream is no sum of its writers' outputs, which circuitviz's edges
-# are: GPT-1 (the original Transformer's post-norm) normalises the residual itself after each
-# sublayer; TransformerLens's bridge failed on it with "no attribute 'ln_final'"
-NO_RESIDUAL_SUM = {
-    "OpenAIGPTLMHeadModel": "GPT-1 normalises the residual stream itself after each attention and MLP",
-}
 
 
 def refuse_divergent(architecture: str) -> None:
@@ -134,11 +114,12 @@ def require_transformer_blocks(bridge) -> None:
 
 def require_head_wise_qk_norms(hf_model, architecture: str) -> None:
     """Refuse a q- or k-norm over a token's whole query or key vector (all heads together) outside
-    OLMo 2, OLMo 3 and OLMoE, whose whole-vector norms circuitviz ungroups and whose methods
+    the architectures of ``architectures.WHOLE_VECTOR_QK_NORMS`` (OLMo's), whose whole-vector norms circuitviz ungroups and whose methods
     refuse them by name; elsewhere a method that recomputes queries and keys reads each head's
     alone."""
     if architecture in WHOLE_VECTOR_QK_NORMS:
         return
+    followed = labels(WHOLE_VECTOR_QK_NORMS)
     for module in hf_model.modules():
         for part in ("q_norm", "k_norm"):
             weight = getattr(getattr(module, part, None), "weight", None)
@@ -148,7 +129,7 @@ def require_head_wise_qk_norms(hf_model, architecture: str) -> None:
             raise ModelLoadError(
                 f"{architecture} normalises each token's whole {'query' if part == 'q_norm' else 'key'} "
                 f"vector across its heads (a {part.replace('_', '-')} {int(weight.shape[0])} wide for heads "
-                f"{int(head_dim)} wide), which circuitviz follows only for OLMo 2, OLMo 3 and OLMoE; use another architecture."
+                f"{int(head_dim)} wide), which circuitviz follows only for {followed}; use another architecture."
             )
 
 

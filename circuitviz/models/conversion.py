@@ -19,14 +19,17 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from circuitviz.core.text import first_sentence
+from circuitviz.models.architectures import (
+    HOOKED_IGNORES_ROPE_SCALING,
+    NAME_ONLY_ARCHITECTURES,
+    whole_vector_qk_norm,
+)
 from circuitviz.models.errors import USE_THE_BRIDGE, ConversionRefused, ModelLoadError
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformerConfig
     from transformers import PreTrainedModel
 
-# Architectures whose TransformerLens config exists only under official names.
-NAME_ONLY_ARCHITECTURES = frozenset({"GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM"})
 
 # Substrings that make TransformerLens pick an architecture from a path's text instead of
 # reading its config.json; a temporary config folder must not contain them.
@@ -222,11 +225,18 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
 
     architecture = _architecture(hf_config)
     n_kv = hf_config.get("num_key_value_heads") or hf_config.get("num_attention_heads")
-    if architecture.startswith("Olmo") and n_kv != hf_config.get("num_attention_heads"):
+    if whole_vector_qk_norm(architecture) and n_kv != hf_config.get("num_attention_heads"):
         raise ConversionRefused(  # its k-norm spans the grouped keys, not the ungrouped ones
             f"TransformerLens's HookedTransformer normalises an {architecture} model's keys over "
             f"the grouped heads' width, which ungrouping changes; {USE_THE_BRIDGE}.",
             f"its {architecture} key norm spans {n_kv} grouped key heads",
+        )
+    scaling = _rope_scaling(hf_config)
+    if scaling and architecture in HOOKED_IGNORES_ROPE_SCALING:
+        raise ConversionRefused(
+            f"TransformerLens's HookedTransformer rotates an {architecture} model's queries and keys "
+            f"without its '{scaling}' rope scaling, so its logits would be off; {USE_THE_BRIDGE}.",
+            f"its converter ignores the '{scaling}' rope scaling",
         )
     with transformer_lens_reference(hf_config) as reference, moved_config_field(architecture):
         try:
@@ -252,6 +262,17 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
     _match_partial_rotary(cfg, hf_config)
     cfg.ungroup_grouped_query_attention = True
     return cfg
+
+
+def _rope_scaling(hf_config: dict[str, Any]) -> str:
+    """The checkpoint's rope scaling ('longrope', 'linear', ...), '' for none: ``rope_type`` in
+    ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older configs, also as ``type``)."""
+    for source in (hf_config.get("rope_parameters"), hf_config.get("rope_scaling")):
+        if isinstance(source, dict):
+            kind = str(source.get("rope_type") or source.get("type") or "")
+            if kind and kind != "default":
+                return kind
+    return ""
 
 
 def _rotary_fraction(hf_config: dict[str, Any]) -> float | None:
