@@ -284,3 +284,24 @@ def test_mpt_forks_per_head_inputs_without_changing_its_function():
     assert relative(whole, expected) <= 1e-12
     assert relative(split, expected) <= 1e-12
     assert fired == set(names)
+
+
+@pytest.mark.parametrize("family", ["olmo", "olmo2", "olmo3", "flex_olmo"])
+def test_olmo_runs_in_bfloat16_through_the_bridge(family):
+    """OLMo's rotary embeddings keep their tables in float32, which the bridge's rotation never
+    cast back: in bfloat16 the load failed ("expected scalar type Float but found BFloat16").
+    Now it loads, its logits are transformers' to bfloat16 rounding and EAP's scores are finite."""
+    from circuitviz.bench.toy_models import IOI_TASK
+    from circuitviz.core.tasks import prepare_task
+    from circuitviz.methods import get_method
+
+    original = random_hf_model(family, seed=1, dtype=torch.bfloat16)
+    bridge = bridge_from_hf(random_hf_model(family, seed=1, dtype=torch.bfloat16), word_tokenizer(), name="b")
+    tokens = prepare_task(bridge, IOI_TASK).clean_tokens
+    with torch.no_grad():
+        expected = original(tokens).logits.float()
+        got = adapter_of(bridge).logits(tokens).float()
+    assert relative(got, expected) < 3e-2
+    method = get_method("eap")
+    scores = method.run_on(bridge, IOI_TASK, method.make_config({}), budgets=[4]).scores
+    assert torch.isfinite(scores).all() and float(scores.abs().max()) > 0

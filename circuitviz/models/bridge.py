@@ -41,6 +41,7 @@ from circuitviz.models.bridge_rewrites import (
     fork_alibi_inputs,
     fused_multi_query,
     mlp_norm_per_layer,
+    rotary_tables_in_model_dtype,
     rotation_in_halves,
     ungroup_bridge_multi_query,
 )
@@ -191,6 +192,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     require_transformer_blocks(bridge)
     bridge_mlp_norms(bridge)
     fork_alibi_inputs(bridge)
+    rotary_tables_in_model_dtype(hf_model, bridge)
     if split_by_bridge and not ungroup_bridge_multi_query(bridge):
         raise ModelLoadError(
             f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "

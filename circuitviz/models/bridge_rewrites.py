@@ -25,6 +25,10 @@ Each rewrite changes the model's weights or form, never the function the booted 
   computes another function; the ``transformers`` model alone, rewritten, does too).
 - MPT and Falcon-RW: ``fork_alibi_inputs`` makes the bridge's ALiBi attention fork the per-head
   inputs it otherwise never forks (the bridge's function is unchanged; only the hooks differ).
+- OLMo 1, 2 and 3 and FlexOlmo in a half precision: ``rotary_tables_in_model_dtype`` hands the
+  bridge's rotation tables in the model's dtype (their rotary embeddings keep float32, which
+  the bridge's Llama rotation never casts back, so attention failed on float32 weights against
+  bfloat16 values).
 """
 
 from __future__ import annotations
@@ -342,3 +346,30 @@ def fork_alibi_inputs(bridge) -> bool:
             switched[kind] = type(kind.__name__, (_ForkedInputs, kind), {})
         attention.__class__ = switched[kind]
     return bool(switched)
+
+
+def rotary_tables_in_model_dtype(hf_model, bridge) -> int:
+    """Have every rotary embedding of a model in a half precision hand its cos and sin tables in
+    the dtype of the states it is given, as Llama's does. OLMo's (1, 2, 3, FlexOlmo's) keep them
+    in float32 and rotate in float32 and cast back in their own attention; the bridge's attention
+    rotates with Llama's ``apply_rotary_pos_emb``, which does not cast back, so its queries came
+    out float32 and its pattern times the bfloat16 values raised "expected scalar type Float but
+    found BFloat16". The bridge's rotation of adjacent pairs (GLM, ERNIE) computes in float32 and
+    casts back itself: left as it is. The number of rotary embeddings changed."""
+    dtype = next(hf_model.parameters()).dtype
+    if torch.finfo(dtype).bits > 16 or getattr(bridge.cfg, "rotary_adjacent_pairs", False):
+        return 0
+    changed = 0
+    for module in hf_model.modules():
+        if not type(module).__name__.endswith("RotaryEmbedding") or getattr(module, "_tables_cast", False):
+            continue
+        forward = module.forward
+
+        def in_dtype_of_states(x, *args, _forward=forward, **kwargs):
+            cos, sin = _forward(x, *args, **kwargs)
+            return cos.to(x.dtype), sin.to(x.dtype)
+
+        module.forward = in_dtype_of_states
+        module._tables_cast = True
+        changed += 1
+    return changed
