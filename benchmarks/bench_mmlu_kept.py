@@ -4,10 +4,11 @@
 
 Checks each subject as the picker does (``mmlu_kept``: shortest prompt first, ``CHUNK`` questions
 a step, ``question_verdicts`` with the picker's settings) on the CPU with one thread, without
-storing; prints the CPU and wall seconds, the seconds per question and the kept share, with the
-load average before and after. ``--compare N`` also checks the first N questions one at a time
-(the picker's refusal) and prints the largest difference of a metric and whether every verdict is
-the same.
+storing; ``--sample N`` checks N of its questions spread evenly over their lengths. Prints the
+CPU and wall seconds, the seconds per question (and so the whole subject's) and the kept share,
+with the load average before and after. ``--compare N`` also checks the first N questions one at a
+time (the picker's refusal) and prints the largest difference of a metric and whether every
+verdict is the same.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="smollm2-135m,gemma-3-270m")
     parser.add_argument("--subjects", default="astronomy")
-    parser.add_argument("--limit", type=int, default=0, help="check only the first N questions (0: all)")
+    parser.add_argument(
+        "--sample", type=int, default=0, help="check only N questions spread evenly over the lengths (0: all)"
+    )
     parser.add_argument("--compare", type=int, default=0)
     args = parser.parse_args()
 
@@ -44,8 +47,9 @@ def main() -> None:
         model = load_model(model_id, device="cpu")
         for subject in resolve_subjects(args.subjects, data.subjects):
             questions = check_order(model, data.of_subject(subject))
-            if args.limit:
-                questions = questions[: args.limit]
+            total = len(questions)
+            if args.sample and args.sample < total:  # every k-th of the length order, so as long as the whole
+                questions = [questions[i * total // args.sample] for i in range(args.sample)]
             load_before = os.getloadavg()
             cpu, wall = cpu_seconds(), time.time()
             verdicts = []
@@ -56,8 +60,9 @@ def main() -> None:
             cpu, wall = cpu_seconds() - cpu, time.time() - wall
             kept = sum(v.kept for v in verdicts)
             print(
-                f"{model_id} / {subject}: {len(questions)} questions, {kept} kept ({kept / len(questions):.0%}); "
-                f"CPU {cpu:.1f} s ({cpu / len(questions):.2f} s a question), wall {wall:.1f} s; load "
+                f"{model_id} / {subject}: {len(questions)} of its {total} questions, {kept} kept ({kept / len(questions):.0%}); "
+                f"CPU {cpu:.1f} s ({cpu / len(questions):.2f} s a question: {cpu / len(questions) * total:.0f} s for the "
+                f"subject), wall {wall:.1f} s; load "
                 f"{' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
                 flush=True,
             )

@@ -45,8 +45,8 @@ def offer_sentence(subject: str, model_id: str, total: int, checked: int, kept: 
     name, model = markdown_text(subject), markdown_text(model_id)
     if checked == 0:
         return (
-            f"None of {name}'s {counted(total, 'question')} is checked on {model} yet: the check "
-            "finds which ones it keeps (the others its refusal turns away)."
+            f"None of {name}'s {counted(total, 'question')} is checked on {model} yet: checking them "
+            "finds those the validity check keeps, the ones Explore can explain."
         )
     share = f"{kept / checked:.0%}"
     if checked == total:
