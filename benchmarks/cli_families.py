@@ -9,9 +9,12 @@ trained here with ``tokenizers`` (a ``PreTrainedTokenizerFast``), both saved wit
 ``save_pretrained`` in one folder; then, as a user would, ``python -m circuitviz discover --model
 FOLDER ... --budgets 20 --out out.json`` and ``python -m circuitviz evaluate --circuit out.json
 --model FOLDER ...`` as subprocesses, with ``--no-task-check`` (a random model's corruption
-decides nothing, so the meaningful-task check would refuse every task). One row per family and
-method: built, the backend the folder loaded through, discover's exit code and last line,
-evaluate's exit code, seconds. ``--compare`` also runs ``exact`` and ``eap`` and prints how close
+decides nothing, so the meaningful-task check would refuse every task). Every norm's weight and bias is
+moved off its initial 1 and 0 (``toy_families.perturb_norms``) before saving: at 1 and 0 a norm
+whose weight is ignored, or applied at the wrong site, passes every check. One row per family and
+method: built, the backend the folder loaded through, how far the logits ``load_model`` gives
+are from the ``transformers`` model's own (loaded here, in this process), discover's exit code and
+last line, evaluate's exit code, seconds. ``--compare`` also runs ``exact`` and ``eap`` and prints how close
 EAP's edge scores are to exact patching's (a linear approximation: close, not equal). Nothing is
 downloaded; no assertions (the table goes into docs/models.md).
 """
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 
 from circuitviz.bench.harness import machine_line
-from circuitviz.bench.toy_families import CANDIDATE_FAMILIES, FAMILIES, family_config
+from circuitviz.bench.toy_families import CANDIDATE_FAMILIES, FAMILIES, family_config, perturb_norms
 
 SENTENCES = [
     "When {a} and {b} went to the store , {b} gave a drink to {a} .",
@@ -82,10 +85,37 @@ def build_model(family: str, folder: Path, tokenizer, seed: int = 0) -> str:
         config = family_config(family, vocab_size=len(tokenizer))
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
+        perturb_norms(model, seed + 1)  # at their initial 1 and 0 a misread norm passes every check
         model.save_pretrained(str(folder))
     except Exception as error:  # a family transformers cannot build here: a row, not a crash
         return f"{type(error).__name__}: {str(error).strip().splitlines()[0][:150]}"
     return ""
+
+
+def logits_gap(folder: Path, task: dict) -> tuple[str, str]:
+    """How far the logits circuitviz reads from the folder (``load_model``, the backend it picks)
+    are from the ``transformers`` model's own on the clean prompt, as a share of the largest; the
+    HookedTransformer backend checks nothing of the kind at load. (the backend it loaded through,
+    the gap), or ('refused', the refusal's sentence)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from circuitviz.models import ModelLoadError, load_model
+    from circuitviz.models.adapter import adapter_of
+    from circuitviz.models.bridge_adapter import is_bridge
+
+    try:
+        model = load_model(str(folder))
+    except ModelLoadError as error:
+        return "refused", str(error)
+    adapter = adapter_of(model)
+    tokens = adapter.to_tokens(task["prompt"])
+    reference = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    with torch.no_grad():
+        expected = reference(tokens.to("cpu")).logits.float()
+        got = adapter.logits(tokens).float().to("cpu")
+    gap = float((got - expected).abs().max() / expected.abs().max())
+    return ("bridge" if is_bridge(model) else "hooked"), f"{gap:.1e}"
 
 
 def last_line(text: str) -> str:
@@ -141,9 +171,17 @@ def compare_scores(exact: Path, eap: Path) -> str:
     return f"corr {correlation:.4f}, max gap {gap:.2e} of the largest"
 
 
-def run_family(family: str, root: Path, tokenizer_folder: Path, task: dict, methods: list[str], env: dict):
-    """The rows of one family: (family, method, built, backend, discover rc, its last line,
-    evaluate rc, seconds)."""
+def run_family(
+    family: str,
+    root: Path,
+    tokenizer_folder: Path,
+    task: dict,
+    methods: list[str],
+    env: dict,
+    check_logits: bool = True,
+):
+    """The rows of one family: (family, method, built, backend, logits against transformers',
+    discover rc, its last line, evaluate rc, seconds)."""
     from transformers import AutoTokenizer
 
     folder = root / family
@@ -153,8 +191,15 @@ def run_family(family: str, root: Path, tokenizer_folder: Path, task: dict, meth
     start = time.perf_counter()
     why_not = build_model(family, folder, tokenizer)
     if why_not:
-        yield family, "-", "no: " + why_not, "", "", "", "", f"{time.perf_counter() - start:.1f}"
+        yield family, "-", "no: " + why_not, "", "", "", "", "", f"{time.perf_counter() - start:.1f}"
         return
+    loaded, gap = logits_gap(folder, task) if check_logits else ("", "-")
+    if not methods:  # the load alone: its checks, and the logits against transformers'
+        refusal = gap if loaded == "refused" else ""
+        shown = "-" if refusal else gap
+        yield family, "-", "yes", loaded, shown, "", refusal, "", f"{time.perf_counter() - start:.1f}"
+        return
+    gap = "refused" if loaded == "refused" else gap
     for method in methods:
         out = folder / f"{method}.json"
         # a random-weight model's corruption decides nothing: the meaningful-task check is off
@@ -168,11 +213,11 @@ def run_family(family: str, root: Path, tokenizer_folder: Path, task: dict, meth
             evaluate_rc, seconds = str(code), seconds + more
             if code:
                 line += f" | evaluate: {evaluate_line}"
-        yield family, method, "yes", backend, str(rc), line, evaluate_rc, f"{seconds:.1f}"
+        yield family, method, "yes", backend, gap, str(rc), line, evaluate_rc, f"{seconds:.1f}"
     if {"exact", "eap"} <= set(methods):
         exact, eap = folder / "exact.json", folder / "eap.json"
         if exact.exists() and eap.exists():
-            yield family, "eap vs exact", "", "", "", compare_scores(exact, eap), "", ""
+            yield family, "eap vs exact", "", "", "", "", compare_scores(exact, eap), "", ""
 
 
 def main() -> None:
@@ -181,9 +226,18 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--families", default=",".join(every), help=f"comma separated, of {', '.join(every)}")
-    parser.add_argument("--methods", default="eap-ig", help="comma separated (default eap-ig)")
+    parser.add_argument(
+        "--methods",
+        default="eap-ig",
+        help="comma separated (default eap-ig); '' for the load alone (its checks and the logits)",
+    )
     parser.add_argument(
         "--compare", action="store_true", help="also run exact and eap and compare their scores"
+    )
+    parser.add_argument(
+        "--no-logits",
+        action="store_true",
+        help="skip loading each folder here to compare its logits with transformers'",
     )
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it (logs too)")
     args = parser.parse_args()
@@ -207,10 +261,12 @@ def main() -> None:
         task = task_for(tokenizer)
         print(machine_line())
         print(f"tokenizer: byte-level BPE, {len(tokenizer)} tokens; task {json.dumps(task)}")
-        print("| family | method | built | backend | discover | its last line | evaluate | seconds |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(
+            "| family | method | built | backend | logits vs transformers | discover | its last line | evaluate | seconds |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
         for family in families:
-            for row in run_family(family, root, tokenizer_folder, task, methods, env):
+            for row in run_family(family, root, tokenizer_folder, task, methods, env, not args.no_logits):
                 print("| " + " | ".join(row) + " |", flush=True)
 
 
