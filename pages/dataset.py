@@ -82,6 +82,11 @@ if not batch.labels or not batch.rows().num_rows:
     st.stop()
 
 labels = [name for name in batch.labels if batch.rows(name).num_rows]
+if session.dataset_consensus_for not in (None, str(batch.folder)):  # the view another atlas's, not a link's
+    # its method, budget, share and count of clusters: kept, they were said to be "the link's" values
+    # this atlas lacks (2026-12-07: "The link's dataset_method 'eap-ig (ig_steps=20)' is not one of
+    # this page's choices" after another batch was opened, no link in sight)
+    del session.dataset_method, session.dataset_budget, session.dataset_consensus, session.dataset_clusters
 link_choices.seed("dataset.label", Session.dataset_method, labels)
 label = st.selectbox("method", labels, key="dataset.label") if len(labels) > 1 else labels[0]
 link_choices.keep(Session.dataset_method, label)
@@ -105,9 +110,6 @@ link_choices.keep(Session.dataset_budget, budget)
 # 50 % a stored atlas had left in the slider, its measured consensus a click away), or the link's
 measured = float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5)
 shares = [round(0.05 * step, 2) for step in range(1, 21)]
-if session.dataset_consensus_for not in (None, str(batch.folder)):  # another atlas's: not this one's
-    del session.dataset_consensus
-    del session.dataset_clusters  # its count of clusters too (another batch offers others)
 link_choices.seed(f"dataset.threshold.{batch.folder}", Session.dataset_consensus, shares, measured)
 threshold = st.slider(
     "consensus: edges in at least this share of the prompts' circuits",

@@ -209,3 +209,25 @@ def test_a_dataset_link_naming_a_tab_or_count_the_page_lacks_says_so_in_one_sent
     bad = _page("pages/dataset.py", atlas="ioi", clusters="two")
     assert _said(bad, "The link's clusters 'two' is not a whole number")
     assert not bad.exception, bad.exception
+
+
+def test_another_atlas_opened_after_one_is_not_said_to_be_a_links(batch_folder):
+    """The page's method and budget kept from the stored atlas open first are not a link's values
+    when another batch (its methods and budgets others) opens after it: until 2026-12-07 the page
+    warned "The link's dataset_method 'eap-ig (ig_steps=20)' is not one of this page's choices"
+    with no link opened, and the same of the budget."""
+    at = _page("pages/dataset.py")
+    assert not at.exception, at.exception
+    assert at.query_params.get("dataset_method"), "the stored atlas keeps its method"
+    at.session_state["dataset.folder"] = str(batch_folder)
+    at.segmented_control(key="dataset.source").set_value("a batch folder…").run()
+    assert not at.exception, at.exception
+    assert not _said(at, "The link's"), [w.value for w in at.warning]
+    assert at.query_params["dataset_method"] == "eap-ig (ig_steps=3)"  # the batch's own, in its link
+    link = dict(at.query_params)
+    again = AppTest.from_file("../app.py", default_timeout=300)  # a link's value still reopens
+    for name, value in link.items():
+        again.query_params[name] = value
+    again.session_state["dataset.folder"] = str(batch_folder)
+    again.switch_page("pages/dataset.py").run()
+    assert not again.warning, [w.value for w in again.warning]

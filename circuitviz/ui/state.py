@@ -157,7 +157,7 @@ class Session:
     dataset_method = Field("dataset.method", url="dataset_method", pages=("dataset",))
     dataset_budget = Field("dataset.budget.shown", url="dataset_budget", kind=INTEGER, pages=("dataset",))
     dataset_consensus = Field("dataset.consensus", url="consensus", kind=SHARE, pages=("dataset",))
-    dataset_consensus_for = Field("dataset.consensus.for")  # the atlas the share was set on (None: a link's)
+    dataset_consensus_for = Field("dataset.consensus.for")  # the atlas its view was set on (None: a link's)
     dataset_score = Field("dataset.score.shown", "ndf", url="score", pages=("dataset",))
     dataset_refused = Field("dataset.refused.on", False, url="refused", kind=FLAG, pages=("dataset",))
     # the tab open (``link_choices.DATASET_TABS``' name) and the count of clusters (None: auto)
