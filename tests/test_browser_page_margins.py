@@ -105,6 +105,8 @@ def _labels_held_at_every_width(page, name: str) -> None:
             assert seen["canvas"] <= seen["box"] + 1 or (
                 seen["overflow"] == "auto" and seen["reach"] >= seen["canvas"] - 1
             ), (name, width, seen)
+        page.locator(".cv-root").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
         page.screenshot(path=str(OUTPUT / f"scroll-{name}-smollm2-{width}.png"))
 
 
