@@ -971,7 +971,7 @@ def test_every_caveat_shows_beside_the_methods_figures():
     Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.6, 0.5, 0.5)]
     Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.01, 0.0, 0.0)]
     assert caveats(Result, Result.curve[0]) == []  # a flat curve is said once, under the curve
-    assert method_traits("acc++").flat_curve_note in curve_notes(Result)
+    assert f"NDF is 0 at every budget: {method_traits('acc++').flat_curve_note}" in curve_notes(Result)
     Result.method = "eap"  # scores that estimate the metric: a zero is the figure itself
     assert caveats(Result, Result.curve[0]) == []
 

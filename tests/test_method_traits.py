@@ -34,7 +34,11 @@ def test_the_fitted_to_the_prompt_caveat_is_each_methods_own():
 def test_a_flat_curve_is_explained_for_the_methods_that_can_give_one():
     assert {n for n in available_methods() if method_traits(n).flat_curve_note} == {"acc++", "circuit-lasso"}
     lasso = method_traits("circuit-lasso")
-    assert lasso.notes([0.0, 0.01]) == [lasso.flat_curve_note]
+    assert lasso.notes([0.0, 0.0]) == [f"NDF is 0 at every budget: {lasso.flat_curve_note}"]
+    # discover said "NDF is 0 at every budget" under a table whose budget 100 read 0.031 (2026-12-07)
+    assert lasso.notes([0.0, 0.031, 0.0]) == [
+        f"NDF is near 0 at every budget (at most 0.03): {lasso.flat_curve_note}"
+    ]
     assert lasso.notes([0.0, 0.4]) == []  # a curve that rises says nothing about flatness
     assert method_traits("eap-ig").notes([0.0, 0.0]) == []
     bon = method_traits("bon")

@@ -113,7 +113,7 @@ class ACCPlusPlus(Method):
         "no edge it did not find)"
     )
     flat_curve_note = (
-        "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
+        "even with its heads' value paths and its MLPs' inputs added "
         "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
         "check is the knockout on the Signals page."
     )

@@ -292,7 +292,8 @@ class Method(abc.ABC):
     has_signals_view: ClassVar[bool] = False
     # whether its results carry paraphrase candidates a Paraphrases page draws (Best-of-N)
     has_paraphrases_view: ClassVar[bool] = False
-    # why an NDF of zero at every budget is what this method can give (a sentence), or None
+    # why an NDF near zero at every budget is what this method can give (the reason after "NDF is 0
+    # at every budget: ", which ``MethodTraits.flat_curve_sentence`` writes with the figures), or None
     flat_curve_note: ClassVar[str | None] = None
     # whether an edge's score estimates the change of the answer's metric when the edge is
     # corrupted (the EAP family); False for learned masks, normalised ensembles, regression shares

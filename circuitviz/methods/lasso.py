@@ -159,7 +159,7 @@ class CircuitLasso(ScoringMethod):
     scores_estimate_metric = False  # regression shares of a dependency skeleton
     score_meaning = SCORES_NOTE
     flat_curve_note = (
-        "NDF is 0 at every budget: CircuitLasso's edges are a dependency skeleton (which outputs "
+        "CircuitLasso's edges are a dependency skeleton (which outputs "
         "linearly predict which inputs across the observations), not edges chosen by their effect "
         "under patching, so its circuits need not carry the answer; its own check is the planted "
         "benchmark's recovery of known circuits."

@@ -134,10 +134,19 @@ class MethodTraits:
         the-prompt caveat, and the flat-curve sentence when every NDF of ``ndf_values`` is below
         0.05 (the threshold the curve's notes use)."""
         found = [self.fitted_note] if self.fitted_note else []
+        flat = self.flat_curve_sentence(ndf_values)
+        return [*found, flat] if flat else found
+
+    def flat_curve_sentence(self, ndf_values=()) -> str:
+        """The method's sentence for a curve whose every NDF is below 0.05 ('' for another curve, or
+        a method that gives none), naming the highest unless every one reads 0.000: CircuitLasso's
+        said "NDF is 0 at every budget" under a table whose budget 100 read NDF 0.031 (2026-12-07)."""
         values = list(ndf_values)
-        if self.flat_curve_note and values and max(values) < 0.05:
-            found.append(self.flat_curve_note)
-        return found
+        if not self.flat_curve_note or not values or max(values) >= 0.05:
+            return ""
+        highest = max(values)
+        said = "" if round(highest, 3) == 0 else f" (at most {highest:.2f})"
+        return f"NDF is {'near ' if said else ''}0 at every budget{said}: {self.flat_curve_note}"
 
 
 def traits_of(method: Method) -> MethodTraits:

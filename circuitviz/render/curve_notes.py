@@ -21,7 +21,7 @@ def curve_notes(result) -> list[str]:
     budgets twice, once in units and once in edges, and its dip in edges)."""
     notes = []
     if result.curve and max(point.ndf for point in result.curve) < 0.05:
-        expected = method_traits(result.method).flat_curve_note
+        expected = method_traits(result.method).flat_curve_sentence(point.ndf for point in result.curve)
         if expected:
             notes.append(expected)
         else:  # 'NDF is 0' was said over a table showing 0.031: the highest is named
