@@ -185,19 +185,22 @@ def test_explore_checks_a_subject_once_and_offers_the_kept_first(tiny_app, monke
     at.run()
     assert not at.exception, at.exception
     assert any(c.value.startswith("None of abstract algebra's 100 questions is checked") for c in at.caption)
+    at.selectbox(key="mmlu.question").select_index(2).run()  # the third question chosen before the check
     next(b for b in at.button if b.label == "Check which questions this model keeps").click()
     at.run()
     assert not at.exception, at.exception
     sentence = [c.value for c in at.caption if c.value.startswith("The validity check keeps")]
-    options = at.selectbox(key="mmlu.question").options
+    box = next(b for b in at.selectbox if b.label.startswith("Question"))
+    options = box.options
     kept = [option for option in options if option.startswith(KEPT_MARK)]
     # the check off keeps every question the tiny model can read: those within its 64-token context
     assert 0 < len(kept) < 100 and options == kept + [o for o in options if o.startswith(REFUSED_MARK)]
     assert sentence and f"keeps {len(kept)} of abstract algebra's 100 questions" in sentence[0], sentence
     assert not any(b.label.startswith("Check") for b in at.button)  # done: no button
+    assert isinstance(box.value, int) and box.index == 0  # a row, the first kept: chosen anew
     at.toggle(key="mmlu.only_kept").set_value(True).run()
-    assert at.selectbox(key="mmlu.question").options == kept
-    assert at.selectbox(key="mmlu.question").label == f"Question ({len(kept)} of 100)"
+    box = next(b for b in at.selectbox if b.label.startswith("Question"))
+    assert box.options == kept and box.label == f"Question ({len(kept)} of 100)"
 
     calls = []
     monkeypatch.setattr(building, "question_verdicts", lambda *a, **k: calls.append(a) or [])

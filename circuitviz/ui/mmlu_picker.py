@@ -229,22 +229,26 @@ def mmlu_picker(model, prompt: str | None = None, model_id: str | None = None) -
         subject = st.selectbox("Subject", subjects, key="mmlu.subject")
         questions = _questions(subject)
         rows, lines = [r for r, _ in questions], dict(questions)
-        order, label = rows, lines.get
+        order, label, key = rows, lines.get, "mmlu.question"
         if model_id is not None:
-            order, label = _offered(model, model_id, subject, rows, lines)
+            order, label, checked = _offered(model, model_id, subject, rows, lines)
+            # a box of its own per count of marks: Streamlit keeps a choice by its text, and a
+            # choice whose mark changed kept its old text on screen after a check (Chromium)
+            key = f"{key}.{checked}" if checked else key
         row = st.selectbox(
             f"Question ({len(questions)})"
             if len(order) == len(rows)
             else f"Question ({len(order)} of {len(rows)})",
             order,
             format_func=label,
-            key="mmlu.question",
+            key=key,
         )
         st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(row,))
 
 
 def _offered(model, model_id: str, subject: str, rows: list[int], lines: dict[int, str]):
-    """(the rows in the order offered, each row's line with its mark), after the sentence of how
+    """(the rows in the order offered, each row's line with its mark, how many are checked), after
+    the sentence of how
     many the model keeps and the check's button; the file's order, unmarked, where this model's
     tokenizer cannot make the questions tasks (its sentence said instead)."""
     from .mmlu_offer import ONLY_KEPT_KEY, check_control, marked, offer_order, offer_sentence, subject_marks
@@ -253,7 +257,11 @@ def _offered(model, model_id: str, subject: str, rows: list[int], lines: dict[in
     st.caption(offer_sentence(subject, model_id, len(rows), marks.checked, marks.kept))
     check_control(model, model_id, subject, rows, marks.checked)
     only = marks.kept > 0 and st.toggle("Only the questions this model keeps", key=ONLY_KEPT_KEY)
-    return offer_order(rows, marks.marks, only), lambda row: marked(lines[row], marks.marks.get(row))
+    return (
+        offer_order(rows, marks.marks, only),
+        lambda row: marked(lines[row], marks.marks.get(row)),
+        marks.checked,
+    )
 
 
 def _current_note(prompt: str | None) -> str | None:
