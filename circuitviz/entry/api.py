@@ -86,8 +86,8 @@ def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | Non
             corrupted, note = made.corrupted, made.corrupted_note
         else:
             corrupted, note = propose_corruption(model, task.clean, task.answer)
-        if not corrupted:
-            raise TaskError(f"{note} Give it with --corrupted.")
+        if not corrupted:  # one sentence: "... keeping the token count. Give it with --corrupted." was two
+            raise TaskError(f"{note.rstrip().rstrip('.')}, and give it with --corrupted.")
         said = note.replace("; edit it freely", "")  # the app's wording; here the flag edits it
         sentences.append(f"No --corrupted given; using {corrupted!r}. {said} (--corrupted sets your own.)")
         task = dataclasses.replace(task, corrupted=corrupted)
