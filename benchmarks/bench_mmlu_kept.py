@@ -4,9 +4,9 @@
 
 Checks each subject as the picker does (``mmlu_kept``: shortest prompt first, ``CHUNK`` questions
 a step, ``question_verdicts`` with the picker's settings) on the CPU with one thread, without
-storing; ``--sample N`` checks N of its questions spread evenly over their lengths. Prints the
-CPU and wall seconds, the seconds per question (and so the whole subject's) and the kept share,
-with the load average before and after. ``--compare N`` also checks the first N questions one at a
+storing; ``--sample N`` checks N of its questions, in chunks of neighbours in the length order
+spread over it. Prints the CPU and wall seconds, the seconds per question (and so the whole
+subject's) and the kept share, with the load average before and after. ``--compare N`` also checks the first N questions one at a
 time (the picker's refusal) and prints the largest difference of a metric and whether every
 verdict is the same.
 """
@@ -48,8 +48,14 @@ def main() -> None:
         for subject in resolve_subjects(args.subjects, data.subjects):
             questions = check_order(model, data.of_subject(subject))
             total = len(questions)
-            if args.sample and args.sample < total:  # every k-th of the length order, so as long as the whole
-                questions = [questions[i * total // args.sample] for i in range(args.sample)]
+            if args.sample and args.sample < total:
+                # whole chunks of neighbours in the length order, their starts spread over it: a chunk
+                # of every k-th question mixes short and long prompts, and pads as the check never does
+                starts = [
+                    i * (total - CHUNK) // max(1, args.sample // CHUNK - 1)
+                    for i in range(args.sample // CHUNK)
+                ]
+                questions = [q for start in starts for q in questions[start : start + CHUNK]]
             load_before = os.getloadavg()
             cpu, wall = cpu_seconds(), time.time()
             verdicts = []

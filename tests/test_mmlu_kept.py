@@ -95,6 +95,7 @@ def test_the_batched_check_gives_each_questions_own_verdict(letters_model, monke
     """Prompts of several lengths in one padded pass, and a chunk smaller than the questions: the
     same letter, metrics and verdict as the check of each question alone (the refusal's)."""
     monkeypatch.setattr(building, "CHECK_ROWS", 3)
+    monkeypatch.setattr(building, "CPU_CHECK_ROWS", 3)
     alone = [building.question_verdict(letters_model, q, min_gap=-float("inf")) for q in QUESTIONS]
     gaps = sorted(v.clean_metric - v.corrupted_metric for v in alone)
     threshold = (gaps[1] + gaps[2]) / 2  # some kept, some refused
