@@ -99,11 +99,16 @@ def frozen_reader_gradients(
         else:  # the activation itself
             activated = act_fn(live[gate_name])
         if linear_name not in records:  # y = f(g)
-            return activated + (x.detach() - activated.detach())
+            return keep_post(activated + (x.detach() - activated.detach()), hook)
         linear0 = records[linear_name][0]
         # y = f(g) l + b: (half of) the relevance through f(g) . l0, (half) through f(g0) . l
         product = share * activated * linear0 + share * act0 * live[linear_name]
-        return product + (x.detach() - product.detach())
+        return keep_post(product + (x.detach() - product.detach()), hook)
+
+    def keep_post(y, hook):  # the hidden activation the output projection reads: a neuron's site
+        y.retain_grad()
+        kept[hook.name] = y
+        return y
 
     kept: dict[str, torch.Tensor] = {}
 
@@ -129,6 +134,9 @@ def frozen_reader_gradients(
         grad = kept[hook_name].grad
         grad = torch.zeros_like(kept[hook_name]) if grad is None else grad
         gradients[name] = grad[0] if slot is None else grad[0, :, slot]
+    for name, value in kept.items():  # each MLP's hidden activation too (RelP's neuron scores)
+        if name.endswith("mlp.hook_post"):
+            gradients[name] = value.grad[0]
     return gradients
 
 
@@ -219,3 +227,47 @@ def test_attention_half_rule_in_one_layer(shape):
     # corruption changes earlier tokens)
     assert without[:, spec.head_backward(0, "k")].abs().max() > 1e-4
     torch.testing.assert_close(with_half, without * factor, rtol=1e-9, atol=1e-12)
+
+
+def hidden_activations(model, tokens) -> torch.Tensor:
+    """Every MLP's hidden activation (what its output projection reads).  # [pos, n_layers, d_mlp]"""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    return torch.stack([cache[f"blocks.{i}.mlp.hook_post"][0] for i in range(model.cfg.n_layers)], dim=1)
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_relp_neuron_scores_equal_the_frozen_reference_and_their_circuit_is_patched(shape):
+    """With neurons on, each MLP neuron scores (a' - a) . r at its hidden activation, r the frozen
+    linear model's gradient there (the relevance rules); the edges' scores do not change; and the
+    neuron circuit's metric is the clean run with every other neuron patched by hand."""
+    model = tiny_model(shape, seed=3)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    gradients = frozen_reader_gradients(model, spec, prepared, constant_pattern=True)
+    clean = hidden_activations(model, prepared.clean_tokens)
+    corrupted = hidden_activations(model, prepared.corrupted_tokens)
+    posts = torch.stack([gradients[f"blocks.{i}.mlp.hook_post"] for i in range(spec.n_layers)], dim=1)
+    expected = ((corrupted - clean) * posts).sum(0)  # [n_layers, d_mlp]
+    assert expected.abs().max() > 1e-3
+    d_mlp = model.cfg.d_mlp
+    result = get_method("relp").run_on(model, IOI_TASK, {"neurons": True, "neuron_top_k": d_mlp}, budgets=[1])
+    found = {(n["layer"], n["neuron"]): n["score"] for n in result.details.neurons}
+    assert len(found) == spec.n_layers * d_mlp
+    for (layer, neuron), value in found.items():
+        assert value == pytest.approx(expected[layer, neuron].item(), rel=1e-6, abs=1e-9)
+    assert torch.equal(result.scores.double(), scores_of(model, "relp"))
+    # the neuron circuit at k = 4: the 4 neurons of largest |reference score| in each MLP kept
+    point = next(p for p in result.details.curve if p["k"] == 4)
+    order = torch.argsort(expected.abs(), dim=1, descending=True, stable=True)[:, :4]
+    kept = torch.zeros_like(expected, dtype=torch.bool).scatter_(1, order, True)
+
+    def patch(x, hook):
+        layer = int(hook.name.split(".")[1])
+        return torch.where(kept[layer], x, corrupted[None, :, layer])
+
+    hooks = [(f"blocks.{i}.mlp.hook_post", patch) for i in range(spec.n_layers)]
+    with torch.no_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)
+    assert point["n_neurons"] == 4 * spec.n_layers
+    assert point["metric"] == pytest.approx(metric_of(model, prepared, logits)[0].item(), abs=1e-9)

@@ -22,18 +22,16 @@ from ..core.graph import GraphSpec
 from ..details.neurons import NeuronDetails
 from ..engine import sites
 from ..engine.gradients import SummedGradients, clean_residuals, reader_gradients
-from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype, scoring_checks
 from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device, model_dtype
 from .base import EDGE_CHANGE, OMIT_DEFAULT, Cost, RunContext, ScoringMethod, curve_passes, gradient_cost
 from .neuron_nodes import (
-    CURVE_KS,
     check_neurons,
-    neuron_details,
-    neuron_differences,
+    neuron_cost,
     neuron_top_k_setting,
     neurons_setting,
+    scores_with_neurons,
 )
 from .registry import register
 from .settings import check_settings, ig_steps_setting, setting
@@ -67,47 +65,20 @@ def _gradient_scores_of(
 ) -> list[tuple[torch.Tensor, NeuronDetails | None]]:
     """EAP (``steps`` None) or EAP-IG scores of one task or several of one prompt length, their
     gradient passes shared (``batched_gradient_scores``); with ``config.neurons`` the MLP neurons'
-    scores from the same passes, and their circuits, in each task's details.
+    scores from the same passes, and their circuits, in each task's details (``scores_with_neurons``).
     # each [n_forward, n_backward]"""
     evaluators = [ctx.evaluator for ctx in contexts]
     clean = torch.cat([e.clean_writers for e in evaluators])  # [n, pos, n_forward, d_model]
     corrupted = torch.cat([e.corrupted_writers for e in evaluators])
     prepared = [ctx.prepared() for ctx in contexts]
     model, spec = contexts[0].model, contexts[0].spec
-    if not getattr(config, "neurons", False):
-        scores = batched_gradient_scores(model, spec, prepared, clean, corrupted, steps, progress)
-        return [(matrix, None) for matrix in scores]
-    differences, corrupted_neurons = neuron_differences(model, spec, prepared)
-    scores, neurons = batched_gradient_scores(
-        model, spec, prepared, clean, corrupted, steps, progress, neuron_differences=differences
-    )
-    return [
-        (
-            scores[j],
-            neuron_details(
-                model,
-                spec,
-                prepared[j],
-                neurons[j],
-                corrupted_neurons[j],
-                int(config.neuron_top_k),
-                evaluators[j].baseline,
-            ),
+
+    def batch_scores(differences):
+        return batched_gradient_scores(
+            model, spec, prepared, clean, corrupted, steps, progress, neuron_differences=differences
         )
-        for j in range(len(contexts))
-    ]
 
-
-def _neuron_cost(config, spec: GraphSpec, n_tokens: int, steps: int) -> dict:
-    """What ``neurons`` adds to a gradient method's cost: two plain runs for the activations and the
-    neuron circuits' patched runs (two per k of the curve), and the neurons' working memory."""
-    if not getattr(config, "neurons", False):
-        return {}
-    return {
-        "extra_passes": 2.0 + 2.0 * (len(CURVE_KS) + 1),
-        # the graph does not hold the MLPs' width: taken as at most 6 d_model (Gemma-3 3.2, Llama 4)
-        "extra_bytes": neuron_bytes(spec, 6 * spec.d_model, n_tokens, steps),
-    }
+    return scores_with_neurons(contexts, config, batch_scores)
 
 
 def _position_scores_of(ctx: RunContext, steps: int | None) -> torch.Tensor:
@@ -144,7 +115,7 @@ class EAP(ScoringMethod):
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(
-            1, n_budgets, integrated=False, spec=spec, **_neuron_cost(config, spec, n_tokens, 1)
+            1, n_budgets, integrated=False, spec=spec, **neuron_cost(config, spec, n_tokens, 1)
         )
 
     def score_batch(self, contexts, config, progress=None):
@@ -190,7 +161,7 @@ class EAPIG(ScoringMethod):
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         steps = int(config.ig_steps)
-        return gradient_cost(steps, n_budgets, spec=spec, **_neuron_cost(config, spec, n_tokens, steps))
+        return gradient_cost(steps, n_budgets, spec=spec, **neuron_cost(config, spec, n_tokens, steps))
 
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, int(config.ig_steps), progress, config)

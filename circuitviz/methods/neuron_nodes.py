@@ -1,10 +1,11 @@
-"""Neuron-level circuits for the gradient methods (EAP, EAP-IG): their settings, and the details a
-run with them keeps (``engine.neurons`` holds the formulas; docs/methods.md)."""
+"""Neuron-level circuits for the gradient methods (EAP, EAP-IG, RelP): their settings, the scores
+beside a batch's edge scores, and the details a run with them keeps (``engine.neurons`` holds the
+formulas; docs/methods.md)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -12,15 +13,15 @@ from ..core.curves import ndf, necessity
 from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask
 from ..details.neurons import NeuronDetails
-from ..engine.neurons import mlp_activations, neuron_patched_metrics, top_neurons
+from ..engine.neurons import mlp_activations, neuron_bytes, neuron_patched_metrics, top_neurons
 from .base import OMIT_DEFAULT
 from .settings import setting
 
 NEURON_TOP_K_HIGH = 4096
 CURVE_KS = (1, 4, 16, 64)
 SCORES_NOTE = (
-    "a neuron scores its corrupted-minus-clean activation times the metric's gradient there, summed "
-    "over positions (the method's own gradients)"
+    "a neuron scores its corrupted-minus-clean activation times the method's own backward pass there "
+    "(the metric's gradient; RelP's relevance), summed over positions"
 )
 
 
@@ -48,6 +49,41 @@ def neuron_top_k_setting():
 def check_neurons(config) -> None:
     if getattr(config, "neurons", False) and getattr(config, "positions", False):
         raise ValueError("neurons and positions cannot be combined; turn one of them off.")
+
+
+def scores_with_neurons(contexts, config, batch_scores: Callable) -> list[tuple[torch.Tensor, object]]:
+    """A gradient method's scores of one batch of tasks, each with its neuron details when
+    ``config.neurons`` is on. ``batch_scores(differences)`` runs the method's own passes
+    (``engine.scores.batched_gradient_scores`` with ``neuron_differences=differences``): with
+    None it returns the edge scores, else (edge scores, neuron scores)."""
+    if not getattr(config, "neurons", False):
+        return [(matrix, None) for matrix in batch_scores(None)]
+    model, spec = contexts[0].model, contexts[0].spec
+    prepared = [ctx.prepared() for ctx in contexts]
+    differences, corrupted_neurons = neuron_differences(model, spec, prepared)
+    scores, neurons = batch_scores(differences)
+    k = int(config.neuron_top_k)
+    return [
+        (
+            scores[j],
+            neuron_details(
+                model, spec, prepared[j], neurons[j], corrupted_neurons[j], k, contexts[j].evaluator.baseline
+            ),
+        )
+        for j in range(len(contexts))
+    ]
+
+
+def neuron_cost(config, spec: GraphSpec, n_tokens: int, steps: int) -> dict:
+    """What ``neurons`` adds to a gradient method's cost: two plain runs for the activations and the
+    neuron circuits' patched runs (two per k of the curve), and the neurons' working memory."""
+    if not getattr(config, "neurons", False):
+        return {}
+    return {
+        "extra_passes": 2.0 + 2.0 * (len(CURVE_KS) + 1),
+        # the graph does not hold the MLPs' width: taken as at most 6 d_model (Gemma-3 3.2, Llama 4)
+        "extra_bytes": neuron_bytes(spec, 6 * spec.d_model, n_tokens, steps),
+    }
 
 
 def neuron_differences(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):

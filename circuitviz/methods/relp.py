@@ -12,6 +12,8 @@ softmax pass its gradient, so queries and keys receive relevance. On the embedde
 nine prompts the softmax's gradient raised the heads' Pearson with patching from 0.815 to 0.838
 and lowered the MLPs' from 0.804 to 0.329 (EAP: 0.935, 0.534; docs/benchmarks.md), so the AH
 rule stays the default.
+With ``neurons`` on, every MLP neuron scores ``(a' - a) . r`` at its hidden activation, r the
+same relevance backward pass's value there (``methods.neuron_nodes``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ from dataclasses import dataclass
 import torch
 
 from ..core.text import given
+from ..details.neurons import NeuronDetails
 from ..engine.relevance import DEFAULT_RULES, relevance_hooks
 from ..engine.scores import batched_gradient_scores
 from .base import EDGE_CHANGE, Cost, ScoringMethod, gradient_cost
+from .neuron_nodes import (
+    check_neurons,
+    neuron_cost,
+    neuron_top_k_setting,
+    neurons_setting,
+    scores_with_neurons,
+)
 from .registry import register
 from .settings import check_settings, setting
 
@@ -32,7 +42,8 @@ ATTENTION_RULES = ("constant", "gradient")
 
 @dataclass(frozen=True)
 class RelPConfig:
-    """Settings of RelP: the rule for attention patterns (the other rules are fixed)."""
+    """Settings of RelP: the rule for attention patterns (the other rules are fixed), and MLP
+    neurons as nodes or not."""
 
     attention: str = setting(
         "constant",
@@ -41,9 +52,12 @@ class RelPConfig:
         "default rules of the paper's released code).",
         choices=ATTENTION_RULES,
     )
+    neurons: bool = neurons_setting()
+    neuron_top_k: int = neuron_top_k_setting()
 
     def __post_init__(self):
         check_settings(self)
+        check_neurons(self)
         object.__setattr__(self, "attention", str(self.attention).strip().lower())
         if self.attention not in ATTENTION_RULES:
             raise ValueError(f"attention must be 'constant' or 'gradient', not {given(self.attention)}.")
@@ -57,9 +71,12 @@ class RelP(ScoringMethod):
     Config = RelPConfig
     score_meaning = f"relevance patching's estimate (relevance rules in the backward pass) of {EDGE_CHANGE}"
     calibration_family = ("eap",)  # EAP's passes with other rules: priced as EAP's until measured
+    Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(1, n_budgets, integrated=False, spec=spec)
+        return gradient_cost(
+            1, n_budgets, integrated=False, spec=spec, **neuron_cost(config, spec, n_tokens, 1)
+        )
 
     def rules(self, config) -> frozenset[str]:
         """The relevance rules of a run (``engine.relevance.RULES``): all four, or all but the AH
@@ -72,15 +89,19 @@ class RelP(ScoringMethod):
         clean = torch.cat([e.clean_writers for e in evaluators])
         corrupted = torch.cat([e.corrupted_writers for e in evaluators])
         rules = self.rules(config)
-        scores = batched_gradient_scores(
-            model,
-            spec,
-            [ctx.prepared() for ctx in contexts],
-            clean,
-            corrupted,
-            None,
-            progress,
-            extra_hooks=lambda: relevance_hooks(model, spec, rules=rules),
-            split_inputs=True,
-        )
-        return [(matrix, None) for matrix in scores]
+
+        def batch_scores(differences):
+            return batched_gradient_scores(
+                model,
+                spec,
+                [ctx.prepared() for ctx in contexts],
+                clean,
+                corrupted,
+                None,
+                progress,
+                extra_hooks=lambda: relevance_hooks(model, spec, rules=rules),
+                split_inputs=True,
+                neuron_differences=differences,
+            )
+
+        return scores_with_neurons(contexts, config, batch_scores)
