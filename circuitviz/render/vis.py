@@ -81,6 +81,11 @@ HELD_LABEL_PX = 11
 # (652 px of page) Compare's three SmolLM2-135M circuits in one layout were fitted at 10.0 px and
 # the IOI prompt over its 15 token positions at 6.8 px (Chromium, 2026-12-07); nothing is cut off
 SCROLL_WIDTH = 1400
+# a frame whose own width draws its labels at NEAR_LABEL_PX or more is left that wide, not widened
+# to HELD_LABEL_PX: at a 1,500 px window the IOI prompt over its positions (SmolLM2-135M) scrolled
+# about 20 px sideways, its scroll line shown, to raise its labels from 10.8 to 11.0 px, a scroll
+# no reader wants for 0.2 px. Under it the frame is widened to the full HELD_LABEL_PX, as before
+NEAR_LABEL_PX = 10.5
 SCROLL_HINT = (
     "The drawing is wider than the page, so that its labels are readable: scroll sideways to see all of it."
 )
@@ -334,6 +339,7 @@ OPTIONS = {
 DRAW_SCRIPT = (
     f"var WINDOW_MARGIN = {WINDOW_MARGIN};\n"
     + f"var HELD_LABEL_PX = {HELD_LABEL_PX};\n"
+    + f"var NEAR_LABEL_PX = {NEAR_LABEL_PX};\n"
     + f"var LABEL_DRAWN_PX = {LABEL_DRAWN_PX};\n"
     + r"""
 function cvTitles(items) {
@@ -409,8 +415,20 @@ function cvHintText(network, template) {  // the line's figures: the labels' px,
   var words = hidden ? "; " + hidden + " of " + sizes.length + " are too small to be drawn" : "";
   return template.replace("{px}", px).replace("{hidden}", words);
 }
+function cvMinWidth(container, data) {  // the frame's least width: "" (its box's) or ``min_width``
+  // its box's width is kept where it draws the labels at NEAR_LABEL_PX or more (they grow with the
+  // frame's width less 2 px, as ``VisGraph.readable_width`` says): no sideways scroll for a near miss
+  var box = container.parentElement, room = box ? box.clientWidth : 0;
+  if (!data.min_width || (room && (room - 2) * HELD_LABEL_PX >= (data.min_width - 2) * NEAR_LABEL_PX)) {
+    return "";
+  }
+  return data.min_width + "px";
+}
 function cvSize(network, data) {  // the frame's height for its width (and the window's), refitted
-  var container = network.body.container, width = container.clientWidth || 800;
+  var container = network.body.container;
+  var base = cvMinWidth(container, data);  // decided anew: the window may have grown or shrunk
+  container.style.minWidth = base;
+  var width = container.clientWidth || 800;
   var full = cvFullHeight(data, width), room = cvRoom(container);
   // cvFull: the user's choice (null: none yet); cvTall: the frame is at its full height now. With
   // no choice the frame is held to the window unless that draws its labels under HELD_LABEL_PX
@@ -430,11 +448,13 @@ function cvSize(network, data) {  // the frame's height for its width (and the w
     }
     // vis-network's own fit (no shared box) keeps more margin than ``min_width`` allows for: the
     // frame once wider by the labels' shortfall, up to ``scroll_width``; back if that did not help
-    // (a frame at its greatest height is fitted to its height)
+    // (a frame at its greatest height is fitted to its height). A frame at its box's width is
+    // widened only for labels under NEAR_LABEL_PX; one that scrolls already, for any shortfall
+    var floor = base ? HELD_LABEL_PX - 0.05 : NEAR_LABEL_PX;
     var wider = Math.min(data.scroll_width || 0, Math.ceil(width * HELD_LABEL_PX / (least || 1)) + 2);
     var back = widened > 0 && least <= widened * 1.01;
-    if (back || (data.min_width && !widened && least && least < HELD_LABEL_PX - 0.05 && wider > width + 1)) {
-      container.style.minWidth = (back ? data.min_width : wider) + "px";
+    if (back || (data.min_width && !widened && least && least < floor && wider > width + 1)) {
+      container.style.minWidth = back ? base : wider + "px";
       widened = back ? -1 : least;
       width = container.clientWidth || wider;
       full = cvFullHeight(data, width);
@@ -458,7 +478,7 @@ function cvToggleFull(network, data) {
 }
 function cvDraw(container, data, options) {
   if (data.min_width && container.parentElement) {  // readable labels: wider, the frame's box scrolls
-    container.style.minWidth = data.min_width + "px";
+    container.style.minWidth = cvMinWidth(container, data);
     container.parentElement.style.overflowX = "auto";
   }
   var width = container.clientWidth || 800;
@@ -474,14 +494,19 @@ function cvDraw(container, data, options) {
   network.once("afterDrawing", function () { cvSize(network, data); });
   network.on("zoom", function () { cvHintUpdate(network, data); });
   if (typeof ResizeObserver !== "undefined") {
-    var last = width;
-    new ResizeObserver(function () {
-      var now = container.clientWidth;
-      if (now && Math.abs(now - last) > 2) {
+    // the box too: a frame held wider than its box keeps its width while the box grows or shrinks
+    var box = container.parentElement, last = width, lastBox = box ? box.clientWidth : 0;
+    var observer = new ResizeObserver(function () {
+      var now = container.clientWidth, nowBox = box ? box.clientWidth : 0;
+      if ((now && Math.abs(now - last) > 2) || Math.abs(nowBox - lastBox) > 2) {
         last = now;
+        lastBox = nowBox;
         cvSize(network, data);
+        last = container.clientWidth;
       }
-    }).observe(container);
+    });
+    observer.observe(container);
+    if (box) observer.observe(box);
   }
   var height = window.innerHeight;
   network.cvOnResize = function () {  // a window of another height: the frame follows
