@@ -264,6 +264,22 @@ EDGE_CHANGE = (
 
 
 # ----- methods ---------------------------------------------------------------------------------
+
+
+def _methods_with_setting(name: str) -> list[str]:
+    """The names of the method classes whose settings have ``name``, sorted (the registry's
+    ``neurons_capable`` trait, read without importing the registry, which imports this module)."""
+    found, pending = set(), list(Method.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending += cls.__subclasses__()
+        config = getattr(cls, "Config", None)
+        if isinstance(getattr(cls, "name", None), str) and dataclasses.is_dataclass(config):
+            if name in {f.name for f in dataclasses.fields(config)}:
+                found.add(cls.name)
+    return sorted(found)
+
+
 class Method(abc.ABC):
     """Base of every method: a name, a label, a config dataclass, ``estimate`` and ``run``."""
 
@@ -316,6 +332,12 @@ class Method(abc.ABC):
         values = dict(values or {})
         names = {f.name for f in dataclasses.fields(self.Config)}
         unknown = sorted(set(values) - names)
+        offered = _methods_with_setting("neurons") if set(unknown) & {"neurons", "neuron_top_k"} else []
+        if unknown and set(unknown) <= {"neurons", "neuron_top_k"} and len(offered) > 1:
+            raise ValueError(
+                f"{self.name} does not score MLP neurons as nodes; {', '.join(offered[:-1])} and "
+                f"{offered[-1]} do, so choose one of them or leave neurons out."
+            )
         if unknown:
             # a setting's name is quoted only when it is long (a pasted blob), at most two named
             quoted = [name if len(name) <= 30 else shown(name, 30) for name in map(str, unknown[:2])]

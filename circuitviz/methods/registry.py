@@ -109,6 +109,8 @@ class MethodTraits:
     flat_curve_note: str | None = None
     scores_estimate_metric: bool = True
     positions_capable: bool = False
+    # scores MLP neurons as nodes beside its edges (its settings have ``neurons``: methods.neuron_nodes)
+    neurons_capable: bool = False
     scores_are_exact: bool = True
     calibration_family: tuple[str, ...] = ()
     # learns its circuit on the prompt and some paraphrases and holds a share of them out, so its
@@ -164,6 +166,7 @@ def traits_of(method: Method) -> MethodTraits:
         scores_estimate_metric=bool(method.scores_estimate_metric),
         positions_capable=scorer_positions is not None
         and scorer_positions is not ScoringMethod.score_positions,
+        neurons_capable="neurons" in {f.name for f in dataclasses.fields(method.Config)},
         scores_are_exact=bool(method.scores_are_exact),
         calibration_family=tuple(method.calibration_family),
         holds_out_paraphrases="held_out" in {f.name for f in dataclasses.fields(method.Config)},
