@@ -224,3 +224,27 @@ def test_neurons_given_to_a_method_without_them_is_refused_naming_those_with_the
         assert all(name in message for name in offered) and "leave neurons out" in message
     with pytest.raises(ValueError, match="has no setting"):  # any other unknown setting: as before
         get_method(method).make_config({"neurons": True, "bogus": 1})
+
+
+@pytest.mark.parametrize("method,settings", [("eap-ig", {"ig_steps": 5}), ("relp", {})])
+def test_a_neuron_run_over_the_memory_limit_names_turning_neurons_off(method, settings):
+    """The memory refusal said 'shorten the prompt, use fewer steps or paraphrases', never the
+    neurons that took the memory; it names them, and turning them off when that would fit."""
+    from circuitviz.entry.limits import LimitError, Limits, check_run
+
+    model = tiny_model("gpt2", seed=0)
+    on = estimate_run(model, method, {**settings, "neurons": True}, n_tokens=12)
+    off = estimate_run(model, method, settings, n_tokens=12)
+    assert on.neuron_bytes > 0 and off.neuron_bytes == 0
+    assert on.memory_bytes == pytest.approx(off.memory_bytes + on.neuron_bytes)
+    limit = Limits(max_memory_gb=(off.memory_gb + on.memory_gb) / 2)  # fits without the neurons only
+    with pytest.raises(LimitError) as refused:
+        check_run(on, limit)
+    message = str(refused.value)
+    assert "turn neurons off" in message and len(message) <= 300 and message.count("; ") == 1
+    assert f"{on.neuron_bytes / 1e9:.1f} GB of it for the MLP neurons" in message
+    assert ("fewer IG steps" in message) == (method == "eap-ig")
+    check_run(off, limit)  # the way out it names is one
+    with pytest.raises(LimitError) as plain:
+        check_run(off, Limits(max_memory_gb=off.memory_gb / 2))
+    assert "neurons" not in str(plain.value)

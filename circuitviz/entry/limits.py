@@ -157,6 +157,7 @@ class Estimate:
     beside_count: float = 0.0
     prompt_passes: float = 0.0
     kept_passes: float = 0.0
+    neuron_bytes: float = 0.0  # of ``memory_bytes``: the MLP neurons' scores (``neurons`` on), else 0
 
     @property
     def memory_gb(self) -> float:
@@ -329,6 +330,7 @@ def estimate_run(
         chunks - kept,
         cost.prompt_passes if task is not None else 0.0,
         kept,
+        cost.extra_bytes if getattr(config, "neurons", False) else 0.0,
     )
 
 
@@ -408,6 +410,8 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
             f"{estimate.n_paraphrases} paraphrases is over the limit of {limits.max_paraphrases}; use fewer "
             f"or raise the limit with {ENV['max_paraphrases']}."
         )
+    if estimate.memory_gb > limits.max_memory_gb and estimate.neuron_bytes > 0:
+        raise LimitError(memory_with_neurons(estimate, limits))
     if estimate.memory_gb > limits.max_memory_gb:
         raise LimitError(
             f"This run needs about {estimate.memory_gb:.1f} GB, over the memory limit of "
@@ -420,6 +424,17 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
             f"of {limits.max_minutes:g} min; use fewer budgets, steps or paraphrases, or a "
             f"shorter prompt, or raise the limit with {ENV['max_minutes']}."
         )
+
+
+def memory_with_neurons(estimate: Estimate, limits: Limits) -> str:
+    """The memory refusal of a run with MLP neurons as nodes: how much of it the neurons take, and
+    turning them off (or fewer IG steps, which their gradients grow with) first among the ways out."""
+    steps = ", use fewer IG steps" if estimate.ig_steps > 1 else ""
+    return (
+        f"This run needs about {estimate.memory_gb:.1f} GB, {estimate.neuron_bytes / 1e9:.1f} GB of it for "
+        f"the MLP neurons, over the memory limit of {limits.max_memory_gb:g} GB; turn neurons off{steps} "
+        f"or shorten the prompt, or raise the limit with {ENV['max_memory_gb']}."
+    )
 
 
 def estimate_request(
