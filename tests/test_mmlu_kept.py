@@ -212,6 +212,74 @@ def test_explore_checks_a_subject_once_and_offers_the_kept_first(tiny_app, monke
     assert any(f"keeps {len(kept)} of abstract algebra's 100" in c.value for c in again.caption) and not calls
 
 
+# ----- repeated questions -----------------------------------------------------------------------
+def test_a_repeated_question_is_one_question_to_the_drawer_and_the_picker(letters_model):
+    """MMLU's test split repeats 27 questions: the batch drawer refuses the second copy, and the
+    picker listed both, could mark both kept and counted both in "keeps N of M". One rule
+    (``mmlu.same_question``) says what a repeat is, white space runs aside, for both."""
+    from circuitviz.batch.mmlu import MMLUData, first_copies, load_mmlu
+    from circuitviz.ui.mmlu_offer import copy_line
+
+    spaced = QUESTIONS[0].question.replace(" ", "  ")  # the same question to the drawer
+    again = MMLUQuestion(9, "geography", spaced, QUESTIONS[0].options, "B")
+    other = MMLUQuestion(8, "history", QUESTIONS[0].question, QUESTIONS[0].options, "B")  # another subject
+    questions = (*QUESTIONS[:4], other, again)
+    assert first_copies(questions) == {9: 0}
+    dataset = building.mmlu_tasks(
+        letters_model, "geography", 5, data=MMLUData(questions, (), 6), min_gap=-float("inf")
+    )
+    assert dataset.summary["per_subject"]["geography"]["refusals"] == {
+        "the same question as one drawn before": 1
+    }
+    copies = first_copies(load_mmlu().questions)  # the file: us foreign policy's 938 repeats 927
+    assert len(copies) == 27 and copies[938] == 927
+    assert copy_line("What?", 927) == "What? (the same question as mmlu-00927, counted once)"
+
+    kept = Mark(True, None, "B")
+    marks = SubjectMarks("geography", (0, 1, 2, 9), {0: kept, 1: Mark(False, "too weak")}, {9: 0})
+    assert marks.distinct == [0, 1, 2] and (marks.checked, marks.kept, marks.waiting) == (2, 1, [2])
+    assert marks.shown() == {0: kept, 9: kept, 1: marks.marks[1]}  # the copy shows its first's mark
+    assert offer_order(list(marks.rows), marks.shown()) == [0, 9, 2, 1]
+    assert offer_order(marks.distinct, marks.shown(), only_kept=True) == [0]
+    sentence = offer_sentence("geography", "m", 3, 3, 1, 1)
+    assert (
+        "keeps 1 of geography's 3 questions (not counting 1 row that repeats an earlier one) on m" in sentence
+    )
+    assert "11 rows that repeat" in offer_sentence("college physics", "m", 91, 0, 0, 11)
+
+
+def test_explore_marks_a_repeated_question_and_counts_it_once(tiny_app, monkeypatch):
+    """us foreign policy lists its 100 rows, 938 marked the same question as 927; the check keeps
+    and counts 99 questions, and the copy shows the first's mark."""
+    from streamlit.testing.v1 import AppTest
+    from test_app_state import BASE
+
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "off")
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in BASE.items():
+        at.query_params[name] = value
+    at.run()
+    at.selectbox(key="mmlu.subject").set_value("us foreign policy").run()
+    assert not at.exception, at.exception
+    said = "us foreign policy's 99 questions (not counting 1 row that repeats an earlier one)"
+    assert any(c.value.replace("\\", "").startswith(f"None of {said}") for c in at.caption)
+    box = next(b for b in at.selectbox if b.label.startswith("Question"))
+    copies = [o for o in box.options if "(the same question as mmlu-00927, counted once)" in o]
+    assert len(copies) == 1 and box.label == "Question (100)"
+    next(b for b in at.button if b.label == "Check which questions this model keeps").click()
+    at.run()
+    assert not at.exception, at.exception
+    box = next(b for b in at.selectbox if b.label.startswith("Question"))
+    line = copies[0][2:].split(" (the same question as")[0]  # the copy's line, its mark and words off
+    first = next(o for o in box.options if o[2:] == line)
+    copy = next(o for o in box.options if "mmlu-00927" in o)
+    assert copy[0] == first[0] != UNCHECKED_MARK  # the copy's mark is its first's
+    kept = sum(o.startswith(KEPT_MARK) and "mmlu-00927" not in o for o in box.options)
+    assert any(f"keeps {kept} of {said}" in c.value.replace("\\", "") for c in at.caption), [
+        c.value for c in at.caption
+    ]
+
+
 def test_a_forward_pass_runs_on_the_models_device(letters_model):
     """The padded pass's last-position indices are made on the model's device."""
     letters = torch.tensor(building.letter_token_ids(letters_model), device="cpu")

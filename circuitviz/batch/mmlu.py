@@ -58,7 +58,7 @@ class MMLUQuestion:
 
     @property
     def id(self) -> str:
-        return f"mmlu-{self.row:05d}"
+        return question_id(self.row)
 
     def prompt(self) -> str:
         """The question in the documented format (module docstring), ending with 'Answer:'."""
@@ -79,6 +79,30 @@ class MMLUData:
 
     def of_subject(self, subject: str) -> list[MMLUQuestion]:
         return [q for q in self.questions if q.subject == subject]
+
+
+def question_id(row: int) -> str:
+    """The id of the question on ``row`` (0-based), as tasks and notes name it: 'mmlu-00927'."""
+    return f"mmlu-{row:05d}"
+
+
+def same_question(question: MMLUQuestion) -> str:
+    """What makes two questions one (MMLU's test split repeats 27, docs/mmlu.md): their prompt, so
+    the same subject, question and options, runs of white space aside. The batch drawer refuses a
+    second copy and Explore's picker marks one and counts it once, both by this rule."""
+    return question.prompt()
+
+
+def first_copies(questions) -> dict[int, int]:
+    """{row: the row of the first question it repeats} for each question of ``questions`` that
+    repeats an earlier one (``same_question``), in their order."""
+    first: dict[str, int] = {}
+    copies = {}
+    for question in questions:
+        row = first.setdefault(same_question(question), question.row)
+        if row != question.row:
+            copies[question.row] = row
+    return copies
 
 
 PREAMBLE = "The following is a multiple choice question about {subject}."

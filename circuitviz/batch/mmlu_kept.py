@@ -20,7 +20,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.keys import content_key, process_key
@@ -66,24 +66,37 @@ class Mark:
 
 @dataclass(frozen=True)
 class SubjectMarks:
-    """A subject's questions (rows, in the file's order) and the marks found so far."""
+    """A subject's questions (rows, in the file's order), the marks found so far, and its repeated
+    questions (``copies``: {row: the row of the earlier copy}, ``mmlu.first_copies``): a copy is
+    counted once, not checked, and shown with its first copy's mark."""
 
     subject: str
     rows: tuple[int, ...]
     marks: dict[int, Mark]
+    copies: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def distinct(self) -> list[int]:
+        """The rows less the copies of an earlier one, in the file's order."""
+        return [row for row in self.rows if row not in self.copies]
 
     @property
     def checked(self) -> int:
-        return sum(row in self.marks for row in self.rows)
+        return sum(row in self.marks for row in self.distinct)
 
     @property
     def kept(self) -> int:
-        return sum(self.marks[row].kept for row in self.rows if row in self.marks)
+        return sum(self.marks[row].kept for row in self.distinct if row in self.marks)
 
     @property
     def waiting(self) -> list[int]:
-        """The rows not checked yet, in the file's order."""
-        return [row for row in self.rows if row not in self.marks]
+        """The rows not checked yet, in the file's order (a copy never: its first copy is)."""
+        return [row for row in self.distinct if row not in self.marks]
+
+    def shown(self) -> dict[int, Mark]:
+        """Each row's mark as the list shows it, a copy's its first copy's (unchecked rows left out)."""
+        found = {row: self.marks.get(self.copies.get(row, row)) for row in self.rows}
+        return {row: mark for row, mark in found.items() if mark is not None}
 
     @property
     def done(self) -> bool:

@@ -53,6 +53,7 @@ from .mmlu import (
     format_prompt,
     load_mmlu,
     resolve_subjects,
+    same_question,
 )
 
 MIN_GAP = VALIDITY_GAPS["logit_diff"]  # logits: the task validity check's own threshold
@@ -331,14 +332,14 @@ def mmlu_tasks(
     except MMLUError as error:
         raise DatasetError(str(error)) from None
     tasks, problems, summary = [], [], {}
-    seen: dict[str, str] = {}  # prompt -> the id of the first question with it (MMLU repeats 27)
+    seen: dict[str, str] = {}  # the question -> the id of its first copy drawn (MMLU repeats 27)
     for subject in chosen:
         report = SubjectReport(subject)
         for question in draw_questions(subject, seed, data):
             if report.kept == n or report.tried >= TRIES_PER_TASK * n:
                 break
             report.tried += 1
-            first = seen.setdefault(question.prompt(), question.id)
+            first = seen.setdefault(same_question(question), question.id)
             if first != question.id:  # the same task twice would be counted twice in every mean
                 kind = "the same question as one drawn before"
                 report.refused[kind] = report.refused.get(kind, 0) + 1

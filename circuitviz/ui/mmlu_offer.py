@@ -32,6 +32,14 @@ def offer_order(rows: list[int], marks: dict, only_kept: bool = False) -> list[i
     return kept + waiting + refused
 
 
+def copy_line(line: str, first: int) -> str:
+    """The line of a question that repeats the one on row ``first`` (``batch.mmlu.same_question``):
+    said so, by the id the first's note names it by."""
+    from ..batch.mmlu import question_id  # here, not at the top: keeps torch out of the first paint
+
+    return f"{line} (the same question as {question_id(first)}, counted once)"
+
+
 def marked(line: str, mark) -> str:
     """A question's line in the list, after its mark (kept, refused, or not checked: ``mark`` None)."""
     if mark is None:
@@ -39,24 +47,30 @@ def marked(line: str, mark) -> str:
     return f"{KEPT_MARK if mark.kept else REFUSED_MARK} {line}"
 
 
-def offer_sentence(subject: str, model_id: str, total: int, checked: int, kept: int) -> str:
+def offer_sentence(subject: str, model_id: str, total: int, checked: int, kept: int, copies: int = 0) -> str:
     """One sentence of how many of the subject's questions the model's check keeps (markdown: the
-    subject and the model id escaped)."""
+    subject and the model id escaped); ``total`` counts a repeated question once, and ``copies``
+    says how many repeats were left out of it."""
     name, model = markdown_text(subject), markdown_text(model_id)
+    questions = counted(total, "question") + (
+        f" (not counting {counted(copies, 'row')} that {'repeat' if copies > 1 else 'repeats'} an earlier one)"
+        if copies
+        else ""
+    )
     if checked == 0:
         return (
-            f"None of {name}'s {counted(total, 'question')} is checked on {model} yet: checking them "
+            f"None of {name}'s {questions} is checked on {model} yet: checking them "
             "finds those the validity check keeps, the ones Explore can explain."
         )
     share = f"{kept / checked:.0%}"
     if checked == total:
         return (
-            f"The validity check keeps {kept:,} of {name}'s {counted(total, 'question')} on {model} "
+            f"The validity check keeps {kept:,} of {name}'s {questions} on {model} "
             f"({share}): they are listed first, marked {KEPT_MARK}; a refused one ({REFUSED_MARK}) still opens, "
             "with its reason."
         )
     return (
-        f"So far {checked:,} of {name}'s {counted(total, 'question')} are checked on {model}, the shortest "
+        f"So far {checked:,} of {name}'s {questions} are checked on {model}, the shortest "
         f"first, and the validity check keeps {kept:,} of them ({share}), listed first ({KEPT_MARK}); the "
         f"{total - checked:,} not checked yet ({UNCHECKED_MARK}) follow."
     )
@@ -77,8 +91,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def subject_marks(model, model_id: str, subject: str, rows: list[int]):
-    """(the store of this model's check, the subject's ``SubjectMarks``); torch is imported here."""
+def subject_marks(model, model_id: str, subject: str, rows: list[int], copies: dict[int, int]):
+    """(the store of this model's check, the subject's ``SubjectMarks``, ``copies`` its repeated
+    questions); torch is imported here."""
     from ..batch.mmlu_kept import PICKER_MAX_TOKENS, KeptStore, SubjectMarks, file_stamp, kept_key
     from ..batch.mmlu_tasks import DEFAULT_CORRUPTION, default_min_gap
     from ..models.adapter import model_device
@@ -92,23 +107,28 @@ def subject_marks(model, model_id: str, subject: str, rows: list[int]):
         default_min_gap(),
     )
     store = KeptStore(key)
-    return store, SubjectMarks(subject, tuple(rows), store.read(subject))
+    return store, SubjectMarks(subject, tuple(rows), store.read(subject), copies)
 
 
-def check_control(model, model_id: str, subject: str, rows: list[int], shown: int) -> None:
+def check_control(
+    model, model_id: str, subject: str, rows: list[int], copies: dict[int, int], shown: int
+) -> None:
     """The check's button and progress, in a fragment: a press checks the subject's questions not
     checked yet, chunk by chunk, and reruns the page when done, so the list is offered anew.
     ``shown``: how many marks the list outside was drawn with; a fragment's rerun that finds more
-    stored (a stopped check, or another session's) reruns the page too."""
-    _check_fragment(model, model_id, subject, rows, shown)
+    stored (a stopped check, or another session's) reruns the page too. A repeated question
+    (``copies``) is not checked: it shows its first copy's mark."""
+    _check_fragment(model, model_id, subject, rows, copies, shown)
 
 
 @st.fragment
-def _check_fragment(model, model_id: str, subject: str, rows: list[int], shown: int) -> None:
+def _check_fragment(
+    model, model_id: str, subject: str, rows: list[int], copies: dict[int, int], shown: int
+) -> None:
     from ..batch.mmlu import load_mmlu
-    from ..batch.mmlu_kept import CHUNK, check_chunk, check_order
+    from ..batch.mmlu_kept import CHUNK, SubjectMarks, check_chunk, check_order
 
-    store, marks = subject_marks(model, model_id, subject, rows)
+    store, marks = subject_marks(model, model_id, subject, rows, copies)
     if marks.done:
         return
     label = "Check which questions this model keeps" if not marks.checked else "Check the rest"
@@ -119,7 +139,7 @@ def _check_fragment(model, model_id: str, subject: str, rows: list[int], shown: 
         return
     by_row = {question.row: question for question in load_mmlu().questions if question.subject == subject}
     waiting = check_order(model, [by_row[row] for row in marks.waiting])
-    total, checked, kept = len(rows), marks.checked, marks.kept
+    total, checked, kept = len(marks.distinct), marks.checked, marks.kept
     bar = st.progress(checked / total, text=progress_words(subject, model_id, total, checked, kept, None))
     started, done_here = time.monotonic(), 0
     for start in range(0, len(waiting), CHUNK):
@@ -130,8 +150,8 @@ def _check_fragment(model, model_id: str, subject: str, rows: list[int], shown: 
             st.info(str(error))
             return
         done_here += len(chunk)
-        checked = sum(row in found for row in rows)
-        kept = sum(found[row].kept for row in rows if row in found)
+        now = SubjectMarks(subject, tuple(rows), found, copies)
+        checked, kept = now.checked, now.kept
         left = (time.monotonic() - started) / done_here * (total - checked)
         bar.progress(checked / total, text=progress_words(subject, model_id, total, checked, kept, left))
     st.rerun()  # the whole page: the list offered with every mark

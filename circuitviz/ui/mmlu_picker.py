@@ -19,6 +19,7 @@ from pathlib import Path
 import streamlit as st
 
 from . import state
+from .mmlu_offer import copy_line
 from .state import session
 
 REFUSED_HINT = (
@@ -36,17 +37,24 @@ def _subjects() -> list[str]:
 def _questions(subject: str) -> list[tuple[int, str]]:
     """(row, the question on one line, cut at 100 characters with an ellipsis) of a subject, in
     the file's order; the whole question becomes the prompt once chosen."""
-    return list(picker_index().get(subject, []))
+    return [(row, line) for row, line, _ in picker_index().get(subject, [])]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _copies(subject: str) -> dict[int, int]:
+    """{row: the row of the earlier question it repeats} of a subject's repeated questions."""
+    return {row: first for row, _, first in picker_index().get(subject, []) if first is not None}
 
 
 INDEX_FILE = "picker.json"  # in the cache's mmlu/ folder
-INDEX_VERSION = 1  # changed with what the index holds or how its lines are cut
+INDEX_VERSION = 2  # changed with what the index holds or how its lines are cut (2: the copies)
 
 
 @lru_cache(maxsize=1)
-def picker_index() -> dict[str, list[tuple[int, str]]]:
+def picker_index() -> dict[str, list[tuple[int, str, int | None]]]:
     """What the picker lists: each subject (sorted) with its questions as (row, the question on
-    one line), in the file's order.
+    one line, the row of the earlier question it repeats or None: ``batch.mmlu.first_copies``, the
+    drawer's rule), in the file's order.
 
     Read from ``$CIRCUITVIZ_CACHE/mmlu/picker.json`` when that index was made from the installed
     file as it is now (its path, size and modification time), else made from the parsed file and
@@ -55,7 +63,7 @@ def picker_index() -> dict[str, list[tuple[int, str]]]:
     server's first page (docs/benchmarks.md); reading the index takes about 0.01 s. An index
     that cannot be read, or holds anything but subjects and (row, line) pairs, is made again."""
     # here, not at the top: keeps torch out of the first paint
-    from ..batch.mmlu import load_mmlu, mmlu_path
+    from ..batch.mmlu import first_copies, load_mmlu, mmlu_path
     from ..services.assets import cache_dir
 
     source = mmlu_path()  # MMLUError (a ValueError) saying how to install it when it is not
@@ -73,9 +81,12 @@ def picker_index() -> dict[str, list[tuple[int, str]]]:
             return _index_pairs(stored["subjects"])
     except (OSError, ValueError, KeyError, TypeError):  # none yet, unreadable, or another shape
         pass
-    index: dict[str, list[tuple[int, str]]] = {}
-    for question in load_mmlu().questions:
-        index.setdefault(question.subject, []).append((question.row, _one_line(question.question)))
+    questions = load_mmlu().questions
+    copies = first_copies(questions)
+    index: dict[str, list[tuple[int, str, int | None]]] = {}
+    for question in questions:
+        line = (question.row, _one_line(question.question), copies.get(question.row))
+        index.setdefault(question.subject, []).append(line)
     index = dict(sorted(index.items()))
     written = None
     try:
@@ -90,16 +101,20 @@ def picker_index() -> dict[str, list[tuple[int, str]]]:
     return index
 
 
-def _index_pairs(subjects) -> dict[str, list[tuple[int, str]]]:
-    """A stored index's subjects as (row, line) pairs; TypeError when it holds anything else."""
+def _index_pairs(subjects) -> dict[str, list[tuple[int, str, int | None]]]:
+    """A stored index's subjects as (row, line, row repeated or None); TypeError when it holds
+    anything else."""
     if not isinstance(subjects, dict):
         raise TypeError("not an index")
     index = {}
     for subject, questions in subjects.items():
-        pairs = [(row, line) for row, line in questions]
-        if not all(type(row) is int and isinstance(line, str) for row, line in pairs):
+        lines = [(row, line, first) for row, line, first in questions]
+        if not all(
+            type(row) is int and isinstance(line, str) and (first is None or type(first) is int)
+            for row, line, first in lines
+        ):
             raise TypeError("not an index")
-        index[subject] = pairs
+        index[subject] = lines
     return index
 
 
@@ -227,11 +242,13 @@ def mmlu_picker(model, prompt: str | None = None, model_id: str | None = None) -
             st.info(str(error))
             return
         subject = st.selectbox("Subject", subjects, key="mmlu.subject")
-        questions = _questions(subject)
+        questions, copies = _questions(subject), _copies(subject)
         rows, lines = [r for r, _ in questions], dict(questions)
+        for row, first in copies.items():  # a repeat of an earlier question says so (the drawer refuses it)
+            lines[row] = copy_line(lines[row], first)
         order, label, key = rows, lines.get, "mmlu.question"
         if model_id is not None:
-            order, label, checked = _offered(model, model_id, subject, rows, lines)
+            order, label, checked = _offered(model, model_id, subject, rows, lines, copies)
             # a box of its own per count of marks: Streamlit keeps a choice by its text, and a
             # choice whose mark changed kept its old text on screen after a check (Chromium)
             key = f"{key}.{checked}" if checked else key
@@ -246,20 +263,24 @@ def mmlu_picker(model, prompt: str | None = None, model_id: str | None = None) -
         st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(row,))
 
 
-def _offered(model, model_id: str, subject: str, rows: list[int], lines: dict[int, str]):
+def _offered(
+    model, model_id: str, subject: str, rows: list[int], lines: dict[int, str], copies: dict[int, int]
+):
     """(the rows in the order offered, each row's line with its mark, how many are checked), after
-    the sentence of how
-    many the model keeps and the check's button; the file's order, unmarked, where this model's
-    tokenizer cannot make the questions tasks (its sentence said instead)."""
+    the sentence of how many the model keeps (a repeated question counted once) and the check's
+    button; the file's order, unmarked, where this model's tokenizer cannot make the questions
+    tasks (its sentence said instead)."""
     from .mmlu_offer import ONLY_KEPT_KEY, check_control, marked, offer_order, offer_sentence, subject_marks
 
-    _, marks = subject_marks(model, model_id, subject, rows)
-    st.caption(offer_sentence(subject, model_id, len(rows), marks.checked, marks.kept))
-    check_control(model, model_id, subject, rows, marks.checked)
+    _, marks = subject_marks(model, model_id, subject, rows, copies)
+    total = len(marks.distinct)
+    st.caption(offer_sentence(subject, model_id, total, marks.checked, marks.kept, len(rows) - total))
+    check_control(model, model_id, subject, rows, copies, marks.checked)
     only = marks.kept > 0 and st.toggle("Only the questions this model keeps", key=ONLY_KEPT_KEY)
+    shown = marks.shown()  # a copy with its first copy's mark
     return (
-        offer_order(rows, marks.marks, only),
-        lambda row: marked(lines[row], marks.marks.get(row)),
+        offer_order(marks.distinct if only else rows, shown, only),  # only: each question once
+        lambda row: marked(lines[row], shown.get(row)),
         marks.checked,
     )
 
