@@ -100,4 +100,4 @@ def test_the_pairs_gradient_pass_counts_its_chunks(tiny, monkeypatch, method, co
 
 def test_weights_version_moved_with_the_counts():
     """Runs recorded with version 5 counted flow routes 6.5 and a set-up a pair: left out."""
-    assert pass_weights.WEIGHTS_VERSION == 6
+    assert pass_weights.WEIGHTS_VERSION >= 6  # 7: ACC++ counted anew (test_acc_cost.py)

@@ -44,8 +44,9 @@ from __future__ import annotations
 # pruning, Best-of-N, the ensemble) without the kept runs they read back; 6, flow routes' observed
 # pass by the graph's shape (5.1 on Gemma-3-270M, 6.7 on SmolLM2-135M, 6.5 on both before), and
 # Best-of-N's and paraphrase pruning's pairs scored in one batched gradient pass, a set-up a chunk
-# (a set-up a pair before)
-WEIGHTS_VERSION = 6
+# (a set-up a pair before); 7, ACC++ counted by the decisions it traces and the sequences of its
+# knockout (``methods.acc_cost``; 145.6 passes on the IOI prompt before, about three times its work)
+WEIGHTS_VERSION = 7
 
 PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
 GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows

@@ -30,7 +30,8 @@ from ..core.results import CircuitResult
 from ..core.text import given
 from ..details.acc import ACCDetails, acc_circuits
 from ..measure.evaluate import curves_of_tasks
-from .base import Cost, Method, OneOff, RunContext, curve_passes
+from .acc_cost import acc_cost, acc_passes
+from .base import Cost, Method, OneOff, RunContext
 from .registry import register
 from .settings import check_settings, ig_steps_setting, setting
 
@@ -119,18 +120,28 @@ class ACCPlusPlus(Method):
     )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one forward pass; per decision a few small tensor programs (about a quarter of a pass
-        # each), the softmax's integrated gradients (half a pass per node), the knockouts (a few
-        # passes per draw): weights measured on the embedded model (benchmarks/bench_estimates.py,
-        # 2026-12-01); the first run of a model also computes its heads' SVD (2 s on Gemma-3-270M)
-        return Cost(
-            passes=2.0
-            + 0.5 * config.ig_steps
-            + 0.25 * config.max_decisions
-            + 8.0 * (1 + config.n_random)
-            + curve_passes(n_budgets, spec),
-            gradient_batch=1,
-            ig_steps=int(config.ig_steps),
+        return acc_cost(config, spec, n_tokens, n_budgets, corrupted=True)
+
+    def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:
+        """Without a corrupted prompt no evaluator runs: the knockout is the curve."""
+        return acc_cost(config, spec, n_tokens, n_budgets, corrupted=bool(task.corrupted))
+
+    def passes_done(self, result) -> float | None:
+        """The run's passes as it went: the decisions it traced, the knockout's draws and distinct
+        circuits, and the patching curve's circuits where it had a corrupted prompt."""
+        details = result.details
+        if not isinstance(details, ACCDetails) or not details.faithfulness:
+            return None
+        faithfulness = details.faithfulness
+        circuits = len({point.get("n_edges") for point in faithfulness.get("knockout_curve") or []})
+        return acc_passes(
+            len(details.decisions),
+            int((faithfulness.get("knockout") or {}).get("n_random_draws", 0)),
+            max(circuits, 1),
+            corrupted=faithfulness.get("kind") == "patching",
+            n_tokens=len(details.tokens) or 1,
+            spec=result.graph,
+            ig_steps=int(self.as_config(result.config or {}).ig_steps),
         )
 
     def one_off(self, model) -> OneOff | None:
