@@ -248,3 +248,40 @@ def test_a_neuron_run_over_the_memory_limit_names_turning_neurons_off(method, se
     with pytest.raises(LimitError) as plain:
         check_run(off, Limits(max_memory_gb=off.memory_gb / 2))
     assert "neurons" not in str(plain.value)
+
+
+def test_a_neuron_curve_at_0_at_every_k_is_explained_on_the_command_line_and_the_page():
+    """A neuron curve of NDF 0.000 at every k was printed with no word of why; the line beside it
+    (the CLI's report and the app's notes) says what 0 means here, with the figures it rests on."""
+    from circuitviz.details.neurons import NeuronDetails
+
+    model = tiny_model("gemma", seed=0)
+    result = get_method("eap").run_on(model, IOI_TASK, {"neurons": True, "neuron_top_k": 4}, budgets=[5])
+    details = result.details
+    baseline = Baseline(result.baseline.clean, result.baseline.corrupted)
+    span = baseline.clean - baseline.corrupted
+    # the same run's curve with every k's metric moved past the corrupted run: NDF 0 at every k
+    flat_curve = [
+        {
+            **p,
+            "metric": baseline.corrupted - 0.5 * span,
+            "ndf": ndf(baseline.corrupted - 0.5 * span, baseline),
+        }
+        for p in details.curve
+    ]
+    assert all(p["ndf"] == 0 for p in flat_curve)
+    flat = NeuronDetails(details.top_k, details.neurons, details.layer_mass, flat_curve, details.scores_note)
+    sentence = flat.flat_note()
+    last = flat_curve[-1]
+    assert sentence.startswith("The neuron circuit's NDF is 0 at every k")
+    assert f"top {last['k']:,} neurons of each MLP" in sentence and f"{last['metric']:.3g}" in sentence
+    # true of the figures: that metric is at least the corruption's distance from the clean run
+    assert abs(baseline.clean - last["metric"]) >= abs(span)
+    assert sentence in flat.report_lines(result) and sentence in flat.page_notes()
+    assert flat.page_notes()[0].startswith(
+        "Neuron circuits (every other neuron patched): top 1 a layer: NDF 0.000"
+    )
+    # a curve that reads above 0 somewhere gets no such sentence, and its curve is on the page too
+    assert any(round(p["ndf"], 3) != 0 for p in details.curve)
+    assert details.flat_note() == "" and len(details.page_notes()) == 1
+    assert not any("at every k" in line for line in details.report_lines(result))
