@@ -144,3 +144,64 @@ def test_a_step_that_would_climb_is_halved_until_the_path_descends(shape):
         halvings.append(found[0])
     assert halvings and halvings == sorted(halvings), halvings
     assert distances[-1] < distances[0]
+
+
+def hidden(model, tokens) -> torch.Tensor:
+    """Every MLP's hidden activation.  # [pos, n_layers, d_mlp]"""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    return torch.stack([cache[f"blocks.{i}.mlp.hook_post"][0] for i in range(model.cfg.n_layers)], dim=1)
+
+
+def hidden_gradients(model, prepared, embedding) -> torch.Tensor:
+    """dL/d(every MLP's hidden activation) with the input embedding replaced.  # [pos, n_layers, d_mlp]"""
+    kept = {}
+
+    def keep(x, hook):
+        x.retain_grad()
+        kept[hook.name] = x
+
+    names = [f"blocks.{i}.mlp.hook_post" for i in range(model.cfg.n_layers)]
+    hooks = [("blocks.0.hook_resid_pre", lambda x, hook: embedding[None].clone().requires_grad_(True))]
+    hooks += [(name, keep) for name in names]
+    with torch.enable_grad():
+        metric_of(model, prepared, model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks))[0].backward()
+    return torch.stack([kept[name].grad[0] for name in names], dim=1)
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_eap_gp_neuron_scores_follow_its_path_and_their_circuit_is_patched(shape):
+    """With neurons on, each MLP neuron scores (a' - a) . mean over the path's points of dL/da (the
+    path from the paper's equations, as the edges'); the edges do not change; and the neuron
+    circuit's metric is the clean run with every other neuron patched by hand."""
+    model = tiny_model(shape, seed=4)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    settings = {"ig_steps": 4, "step_scale": 0.7, "backtrack": False}
+    clean_in = writer_outputs(model, spec, prepared.clean_tokens)["input"]
+    corrupted_in = writer_outputs(model, spec, prepared.corrupted_tokens)["input"]
+    path = reference_path(model, prepared, 4, 0.7 * float((corrupted_in - clean_in).norm()) / 4)
+    gradient = sum(hidden_gradients(model, prepared, point) for point in path) / len(path)
+    clean, corrupted = hidden(model, prepared.clean_tokens), hidden(model, prepared.corrupted_tokens)
+    expected = ((corrupted - clean) * gradient).sum(0)  # [n_layers, d_mlp]
+    assert expected.abs().max() > 1e-3
+    d_mlp = model.cfg.d_mlp
+    method = get_method("eap-gp")
+    result = method.run_on(model, IOI_TASK, {**settings, "neurons": True, "neuron_top_k": d_mlp}, budgets=[1])
+    found = {(n["layer"], n["neuron"]): n["score"] for n in result.details.neurons}
+    assert len(found) == spec.n_layers * d_mlp
+    for (layer, neuron), value in found.items():
+        assert value == pytest.approx(expected[layer, neuron].item(), rel=1e-6, abs=1e-9)
+    assert torch.equal(result.scores, method.run_on(model, IOI_TASK, settings, budgets=[1]).scores)
+    point = next(p for p in result.details.curve if p["k"] == 4)
+    order = torch.argsort(expected.abs(), dim=1, descending=True, stable=True)[:, :4]
+    kept = torch.zeros_like(expected, dtype=torch.bool).scatter_(1, order, True)
+
+    def patch(x, hook):
+        layer = int(hook.name.split(".")[1])
+        return torch.where(kept[layer], x, corrupted[None, :, layer])
+
+    hooks = [(f"blocks.{i}.mlp.hook_post", patch) for i in range(spec.n_layers)]
+    with torch.no_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)
+    assert point["metric"] == pytest.approx(metric_of(model, prepared, logits)[0].item(), abs=1e-9)

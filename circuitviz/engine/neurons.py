@@ -39,6 +39,34 @@ def neuron_bytes(spec: GraphSpec, d_mlp: int, n_tokens: int, steps: int, element
     return per_position * n_tokens * (2 + max(steps, 1)) + spec.n_layers * d_mlp * 8
 
 
+class NeuronScores:
+    """Every MLP neuron's difference times its gradient, summed per task over a scoring's gradient
+    passes (``engine.scores.gradient_scores``): a chunk's part is kept apart until that chunk is
+    committed, since a chunk that ran out of memory runs again in halves.
+
+    differences: corrupted-minus-clean activations [n_tasks, pos, n_layers, d_mlp]; ``total``:
+    [n_tasks, n_layers, d_mlp] on ``device`` in ``dtype``."""
+
+    def __init__(self, spec: GraphSpec, differences: torch.Tensor, dtype: torch.dtype, device):
+        self.names = neuron_sites(spec)
+        self.differences = differences
+        shape = (differences.shape[0], *differences.shape[2:])
+        self.total = torch.zeros(shape, dtype=dtype, device=device)
+        self._pending: dict[tuple[int, int], torch.Tensor] = {}
+
+    def add(self, rows: slice, grads: dict, owner: torch.Tensor, prefix: int = 0) -> None:
+        """The chunk ``rows``'s part: ``grads`` by site [b, pos - prefix, d_mlp], ``owner`` [b] each
+        sequence's task."""
+        part = torch.zeros_like(self.total)
+        for layer, name in enumerate(self.names):
+            product = grads[name] * self.differences[owner, prefix:, layer]  # [b, pos, d_mlp]
+            part[:, layer].index_add_(0, owner, product.sum(1).to(part.dtype))
+        self._pending[(rows.start, rows.stop)] = part
+
+    def commit(self, rows: slice) -> None:
+        self.total.add_(self._pending.pop((rows.start, rows.stop)))
+
+
 @torch.no_grad()
 def mlp_activations(model, spec: GraphSpec, tokens: torch.Tensor) -> torch.Tensor:
     """Every MLP's hidden activation of one run.  # [pos, n_layers, d_mlp]"""

@@ -20,7 +20,7 @@ from ..models.adapter import adapter_of
 from .gradients import ReaderGradients, reader_gradients
 from .memory import gradient_bytes_per_position
 from .metric import task_metric
-from .neurons import neuron_sites
+from .neurons import NeuronScores
 from .prefix import pass_checks, shared_prefix
 
 if TYPE_CHECKING:
@@ -212,16 +212,10 @@ def batched_gradient_scores(
     tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
     n_steps = int(steps) if steps else 1
     jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
-    neuron_names = neuron_sites(spec) if neuron_differences is not None else []
-    pending: dict[tuple[int, int], torch.Tensor] = {}  # a chunk's neuron scores until it is kept
     neurons = None
     if neuron_differences is not None:
-        shape, dtype = (len(tasks), *neuron_differences.shape[2:]), score_dtype(clean_writers.dtype)
-        neurons = torch.zeros(shape, dtype=dtype, device=device)
-
-    def keep_neurons(rows: slice) -> None:
-        if neurons is not None:
-            neurons.add_(pending.pop((rows.start, rows.stop)))
+        dtype = score_dtype(clean_writers.dtype)
+        neurons = NeuronScores(spec, neuron_differences, dtype, device)
 
     def batch_pass(rows: slice):
         batch = jobs[rows]
@@ -253,14 +247,10 @@ def batched_gradient_scores(
             metric=metric,
             prefix=prefix,
             split_inputs=split_inputs,
-            extra_grads=neuron_names,
+            extra_grads=neurons.names if neurons is not None else (),
         )
         if neurons is not None:  # each neuron's difference times its gradient, summed per task
-            part = torch.zeros_like(neurons)
-            for layer, name in enumerate(neuron_names):
-                product = gradients.grads[name] * neuron_differences[owner, prefix:, layer]  # [b, pos, d_mlp]
-                part[:, layer].index_add_(0, owner, product.sum(1).to(part.dtype))
-            pending[(rows.start, rows.stop)] = part
+            neurons.add(rows, gradients.grads, owner, prefix)
         return gradients, differences[members, prefix:], owner - lowest, members
 
     scores = gradient_scores(
@@ -272,8 +262,8 @@ def batched_gradient_scores(
         n_groups=len(tasks),
         progress=progress,
         positions=positions,
-        committed=keep_neurons,
+        committed=neurons.commit if neurons is not None else None,
     )
     if neurons is not None:
-        return scores / n_steps, neurons / n_steps
+        return scores / n_steps, neurons.total / n_steps
     return scores / n_steps
