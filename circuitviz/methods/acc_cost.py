@@ -93,5 +93,5 @@ def acc_cost(config, spec, n_tokens: int, n_budgets: int, *, corrupted: bool) ->
         prompt_passes=PREPARE_PASSES if corrupted else 0.0,
         passes_range=(low, high),
         range_reason=f"ACC++ traces only the attention decisions its signals reach, from none to "
-        f"{most_decisions:,} here (its max_decisions and the prompt's length bound them)",
+        f"{most_decisions:,} here (max_decisions, the heads and the prompt's length bound them)",
     )
