@@ -112,3 +112,86 @@ def test_grad_drop_equals_its_equations(shape):
     ours = scores_of(model, "atp-star", qk_fix=False)
     assert reference.abs().max() > 1e-3
     torch.testing.assert_close(ours, reference, rtol=1e-7, atol=1e-10)
+
+
+def hidden_activations(model, tokens) -> torch.Tensor:
+    """Every MLP's hidden activation.  # [pos, n_layers, d_mlp]"""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    return torch.stack([cache[f"blocks.{i}.mlp.hook_post"][0] for i in range(model.cfg.n_layers)], dim=1)
+
+
+def hidden_gradients(model, prepared, dropped: int | None) -> torch.Tensor:
+    """dL/d(every MLP's hidden activation), layer ``dropped``'s attention and MLP outputs detached
+    (None: none).  # [pos, n_layers, d_mlp]"""
+    kept = {}
+
+    def keep(x, hook):
+        x.retain_grad()
+        kept[hook.name] = x
+
+    names = [f"blocks.{i}.mlp.hook_post" for i in range(model.cfg.n_layers)]
+    hooks = [("blocks.0.hook_resid_pre", lambda x, hook: x.detach().clone().requires_grad_(True))]
+    if dropped is not None:
+        hooks += [
+            (f"blocks.{dropped}.hook_{kind}_out", lambda x, hook: x.detach()) for kind in ("attn", "mlp")
+        ]
+    hooks += [(name, keep) for name in names]
+    with torch.enable_grad():
+        metric_of(model, prepared, model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks))[0].backward()
+    return torch.stack(
+        [kept[n].grad[0] if kept[n].grad is not None else torch.zeros_like(kept[n][0]) for n in names], dim=1
+    )
+
+
+@pytest.mark.parametrize("grad_drop", [True, False])
+@pytest.mark.parametrize("shape", ["gpt2", "gemma"])
+def test_atp_star_neuron_scores_follow_its_equations_and_their_circuit_is_patched(shape, grad_drop):
+    """With neurons on, a neuron scores as an edge does: sum_l |sum_p (a' - a) . dL/da with layer l's
+    outputs cut| / (L - 1) under GradDrop, the plain gradient's product without; the edges do not
+    change; the neuron circuit's metric is the clean run with every other neuron patched by hand."""
+    model = tiny_model(shape, seed=3, n_layers=3)
+    prepared = prepare_task(model, IOI_TASK)
+    clean = hidden_activations(model, prepared.clean_tokens)
+    corrupted = hidden_activations(model, prepared.corrupted_tokens)
+    n_layers, d_mlp = model.cfg.n_layers, model.cfg.d_mlp
+    if grad_drop:
+        expected = sum(
+            ((corrupted - clean) * hidden_gradients(model, prepared, layer)).sum(0).abs()
+            for layer in range(n_layers)
+        ) / (n_layers - 1)
+    else:
+        expected = ((corrupted - clean) * hidden_gradients(model, prepared, None)).sum(0)
+    assert expected.abs().max() > 1e-3
+    settings = {"qk_fix": shape == "gpt2", "grad_drop": grad_drop}
+    method = get_method("atp-star")
+    result = method.run_on(model, IOI_TASK, {**settings, "neurons": True, "neuron_top_k": d_mlp}, budgets=[1])
+    found = {(n["layer"], n["neuron"]): n["score"] for n in result.details.neurons}
+    assert len(found) == n_layers * d_mlp
+    for (layer, neuron), value in found.items():
+        assert value == pytest.approx(expected[layer, neuron].item(), rel=1e-6, abs=1e-9)
+    assert torch.equal(result.scores, method.run_on(model, IOI_TASK, settings, budgets=[1]).scores)
+    point = next(p for p in result.details.curve if p["k"] == 4)
+    order = torch.argsort(expected.abs(), dim=1, descending=True, stable=True)[:, :4]
+    kept = torch.zeros_like(expected, dtype=torch.bool).scatter_(1, order, True)
+
+    def patch(x, hook):
+        layer = int(hook.name.split(".")[1])
+        return torch.where(kept[layer], x, corrupted[None, :, layer])
+
+    hooks = [(f"blocks.{i}.mlp.hook_post", patch) for i in range(n_layers)]
+    with torch.no_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)
+    assert point["metric"] == pytest.approx(metric_of(model, prepared, logits)[0].item(), abs=1e-9)
+
+
+def test_atp_star_says_its_neuron_scores_are_sizes_under_grad_drop():
+    model = tiny_model("gpt2", seed=3, n_layers=3)
+    method = get_method("atp-star")
+    dropped = method.run_on(model, IOI_TASK, {"qk_fix": False, "neurons": True}, budgets=[1]).details
+    plain = method.run_on(
+        model, IOI_TASK, {"qk_fix": False, "grad_drop": False, "neurons": True}, budgets=[1]
+    )
+    assert "a size, not the metric's change" in dropped.scores_note
+    assert all(n["score"] >= 0 for n in dropped.neurons)
+    assert "a size" not in plain.details.scores_note

@@ -207,14 +207,14 @@ def test_a_top_k_over_the_mlps_width_is_said_where_the_label_shows_the_width():
     assert not any("more than the" in line for line in fitting.details.report_lines(fitting))
 
 
-@pytest.mark.parametrize("method", ["atp-star", "eap-ig-activations"])
+@pytest.mark.parametrize("method", ["eap-ig-activations", "exact"])
 def test_neurons_given_to_a_method_without_them_is_refused_naming_those_with_them(method):
-    """``--neurons`` to AtP* or EAP-IG (activations) said only 'has no setting neurons; its
+    """``--neurons`` to EAP-IG (activations) (or a method that is no gradient method) said only 'has no setting neurons; its
     settings are ...'; the refusal names the methods that score neurons, from the registry."""
     from circuitviz.methods.registry import methods_with
 
     offered = methods_with("neurons_capable")
-    assert {"eap", "eap-ig", "relp", "eap-gp"} <= set(offered) and method not in offered
+    assert {"eap", "eap-ig", "relp", "eap-gp", "atp-star"} <= set(offered) and method not in offered
     for settings in ({"neurons": True}, {"neurons": True, "neuron_top_k": 4}):
         with pytest.raises(ValueError) as refused:
             get_method(method).make_config(settings)

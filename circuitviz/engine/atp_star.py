@@ -10,6 +10,10 @@
   gradient is computed with layer l's contribution to the residual stream (its attention and
   MLP outputs) cut from the backward pass, and ``score = sum_l |score_l| / (L - 1)``: a magnitude,
   no longer signed. The L backward passes run as one batch whose rows drop different layers.
+
+With ``neuron_differences`` an MLP neuron scores as an edge does, from the same rows: its
+corrupted-minus-clean hidden activation times the row's gradient there, summed over positions,
+then ``sum_l |.| / (L - 1)`` with GradDrop (the QK fix does not touch MLPs).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from . import sites
 from .capture import observe_with_raw_heads
 from .gradients import reader_gradients
 from .memory import gradient_bytes_per_position
+from .neurons import neuron_sites
 from .prefix import layer_checks
 from .scores import accumulate_scores, score_dtype
 
@@ -78,8 +83,11 @@ def atp_star_scores(
     qk_fix: bool = True,
     grad_drop: bool = True,
     progress: Callable[[str, float], None] | None = None,
-) -> torch.Tensor:
-    """AtP* edge scores of one task (AtP, that is EAP, with both switched off).
+    neuron_differences: torch.Tensor | None = None,
+):
+    """AtP* edge scores of one task (AtP, that is EAP, with both switched off); with
+    ``neuron_differences`` ([1, pos, n_layers, d_mlp]) also every MLP neuron's ([n_layers, d_mlp]):
+    (edges, neurons).
 
     clean_writers, corrupted_writers: [1, pos, n_forward, d_model]. Returns [n_forward,
     n_backward] on the model's device, in the precision scores accumulate in. ``progress`` is
@@ -111,6 +119,10 @@ def atp_star_scores(
         seen = observe_with_raw_heads(model, spec, tokens, names, keep_writers=False, check=check_at(0))[1]
     patterns = [sites.attention_pattern(layer) for layer in range(n_layers)] if qk_fix else []
     total = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype, device=device)
+    neuron_names = neuron_sites(spec) if neuron_differences is not None else []
+    neurons = None
+    if neuron_differences is not None:
+        neurons = torch.zeros(neuron_differences.shape[2:], dtype=dtype, device=device)
     # A' - A does not depend on the row (the dropped layer): made once when all layers' fit
     positions = prepared.n_positions
     size = sum(2 * spec.upstream_of_heads(layer) * spec.n_heads * positions**2 for layer in range(n_layers))
@@ -148,7 +160,9 @@ def atp_star_scores(
                     hooks.append((name, lambda x, hook, layer=layer: drop(x, hook, layer)))
         check = check_at(chunk.start)
         hooks += layer_checks(n_layers, check)
-        gradients, _ = reader_gradients(model, spec, prepared, count, extra_hooks=hooks, extra_grads=patterns)
+        gradients, _ = reader_gradients(
+            model, spec, prepared, count, extra_hooks=hooks, extra_grads=patterns + neuron_names
+        )
         part = torch.zeros(count, spec.n_forward, spec.n_backward, dtype=dtype, device=device)
         owner = torch.arange(count, device=device)
         accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner, check=check)
@@ -162,10 +176,25 @@ def atp_star_scores(
             for kind, change in zip("qk", changes):
                 estimate = torch.einsum("uhts,rhts->ruh", change.to(dtype), pattern_gradient)
                 part[:, :upstream, spec.head_backward(layer, kind)] = estimate
-        return part.abs().sum(0) / max(n_layers - 1, 1) if grad_drop else part[0]
+        neuron_part = None
+        if neurons is not None:  # [rows, n_layers, d_mlp]: each row's products, summed over positions
+            neuron_part = torch.stack(
+                [
+                    (gradients.grads[name].to(device, dtype) * neuron_differences[0, :, layer].to(dtype)).sum(
+                        1
+                    )
+                    for layer, name in enumerate(neuron_names)
+                ],
+                dim=1,
+            )
+            neuron_part = neuron_part.abs().sum(0) / max(n_layers - 1, 1) if grad_drop else neuron_part[0]
+        return (part.abs().sum(0) / max(n_layers - 1, 1) if grad_drop else part[0]), neuron_part
 
-    def commit(chunk: slice, part: torch.Tensor) -> None:
+    def commit(chunk: slice, found) -> None:
+        part, neuron_part = found
         total.add_(part)
+        if neuron_part is not None:
+            neurons.add_(neuron_part)
         if progress:
             progress("score", chunk.stop / rows)
 
@@ -178,4 +207,4 @@ def atp_star_scores(
         compute,
         commit,
     )
-    return total
+    return total if neurons is None else (total, neurons)

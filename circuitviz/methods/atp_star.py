@@ -1,20 +1,36 @@
 """AtP* (Kramár et al. 2024): attribution patching with the QK fix and GradDrop
-(``engine.atp_star``). With both off it is AtP, which on edges is EAP."""
+(``engine.atp_star``). With both off it is AtP, which on edges is EAP. With ``neurons`` on, MLP
+neurons score from the same rows (``methods.neuron_nodes``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 
+from ..details.neurons import NeuronDetails
 from ..engine.atp_star import atp_star_scores
 from .base import Cost, RunContext, ScoringMethod, gradient_cost
+from .neuron_nodes import (
+    SCORES_NOTE,
+    check_neurons,
+    neuron_cost,
+    neuron_top_k_setting,
+    neurons_setting,
+    scores_with_neurons,
+)
 from .registry import register
-from .settings import setting
+from .settings import check_settings, setting
+
+GRAD_DROP_NEURONS = (
+    "a neuron scores, for each layer, its corrupted-minus-clean activation times the gradient with that "
+    "layer's outputs cut from the backward pass, summed over positions, then the sum of their sizes over "
+    "layers / (L - 1): a size, not the metric's change"
+)
 
 
 @dataclass(frozen=True)
 class AtPStarConfig:
-    """Its two fixes, each of which can be switched off."""
+    """Its two fixes, each of which can be switched off, and MLP neurons as nodes or not."""
 
     qk_fix: bool = setting(
         True, "recompute the attention softmax exactly for edges into queries and keys (the QK fix)."
@@ -24,6 +40,12 @@ class AtPStarConfig:
         "one backward pass per layer with that layer's gradient dropped, scores the mean |score| "
         "(GradDrop; scores become magnitudes).",
     )
+    neurons: bool = neurons_setting()
+    neuron_top_k: int = neuron_top_k_setting()
+
+    def __post_init__(self):
+        check_settings(self)
+        check_neurons(self)
 
 
 @register
@@ -37,6 +59,7 @@ class AtPStar(ScoringMethod):
         "the metric's change with exact attention for queries and keys"
     )
     Config = AtPStarConfig
+    Details = NeuronDetails
     # by default (GradDrop) its scores are sums of |score| over layers: sizes, not the metric's change
     scores_estimate_metric = False
 
@@ -44,21 +67,34 @@ class AtPStar(ScoringMethod):
         rows = spec.n_layers if config.grad_drop else 1
         extra = qk_fix_passes(spec) if config.qk_fix else 0.0
         extra += (rows - 1) * grad_drop_row_passes(spec)  # GradDrop's backward passes after the first
-        cost = gradient_cost(1, n_budgets, extra_passes=extra, integrated=False, spec=spec)
+        neurons = neuron_cost(config, spec, n_tokens, rows)
+        extra += neurons.pop("extra_passes", 0.0)
+        cost = gradient_cost(1, n_budgets, extra_passes=extra, integrated=False, spec=spec, **neurons)
         return dataclasses.replace(cost, gradient_batch=rows)
 
     def score(self, ctx: RunContext, config):
+        return self.score_with_details(ctx, config)[0]
+
+    def score_with_details(self, ctx: RunContext, config):
+        """(scores, the neuron details with ``neurons`` on, else None)."""
         evaluator = ctx.evaluator
-        return atp_star_scores(
-            ctx.model,
-            ctx.spec,
-            ctx.prepared(),
-            evaluator.clean_writers,
-            evaluator.corrupted_writers,
-            qk_fix=bool(config.qk_fix),
-            grad_drop=bool(config.grad_drop),
-            progress=ctx.progress,
-        )
+
+        def batch_scores(differences):
+            found = atp_star_scores(
+                ctx.model,
+                ctx.spec,
+                ctx.prepared(),
+                evaluator.clean_writers,
+                evaluator.corrupted_writers,
+                qk_fix=bool(config.qk_fix),
+                grad_drop=bool(config.grad_drop),
+                progress=ctx.progress,
+                neuron_differences=differences,
+            )
+            return [found] if differences is None else (found[0][None], found[1][None])
+
+        note = GRAD_DROP_NEURONS if config.grad_drop else SCORES_NOTE
+        return scores_with_neurons([ctx], config, batch_scores, note)[0]
 
 
 # what AtP*'s two fixes cost in plain forward passes, measured on both embedded models (the

@@ -51,11 +51,14 @@ def check_neurons(config) -> None:
         raise ValueError("neurons and positions cannot be combined; turn one of them off.")
 
 
-def scores_with_neurons(contexts, config, batch_scores: Callable) -> list[tuple[torch.Tensor, object]]:
+def scores_with_neurons(
+    contexts, config, batch_scores: Callable, note: str = SCORES_NOTE
+) -> list[tuple[torch.Tensor, object]]:
     """A gradient method's scores of one batch of tasks, each with its neuron details when
     ``config.neurons`` is on. ``batch_scores(differences)`` runs the method's own passes
     (``engine.scores.batched_gradient_scores`` with ``neuron_differences=differences``): with
-    None it returns the edge scores, else (edge scores, neuron scores)."""
+    None it returns the edge scores, else (edge scores, neuron scores). ``note``: what a neuron's
+    score is, where the method's differs from the product (AtP*'s GradDrop)."""
     if not getattr(config, "neurons", False):
         return [(matrix, None) for matrix in batch_scores(None)]
     model, spec = contexts[0].model, contexts[0].spec
@@ -67,7 +70,14 @@ def scores_with_neurons(contexts, config, batch_scores: Callable) -> list[tuple[
         (
             scores[j],
             neuron_details(
-                model, spec, prepared[j], neurons[j], corrupted_neurons[j], k, contexts[j].evaluator.baseline
+                model,
+                spec,
+                prepared[j],
+                neurons[j],
+                corrupted_neurons[j],
+                k,
+                contexts[j].evaluator.baseline,
+                note,
             ),
         )
         for j in range(len(contexts))
@@ -101,6 +111,7 @@ def neuron_details(
     corrupted: torch.Tensor,
     k: int,
     baseline,
+    note: str = SCORES_NOTE,
 ) -> NeuronDetails:
     """The top ``k`` neurons per MLP and the neuron circuits' curve (``engine.neurons``)."""
     d_mlp = scores.shape[1]
@@ -130,5 +141,5 @@ def neuron_details(
         neurons=neurons,
         layer_mass=host.abs().sum(1).tolist(),
         curve=curve,
-        scores_note=SCORES_NOTE,
+        scores_note=note,
     )
