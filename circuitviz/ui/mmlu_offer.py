@@ -34,10 +34,11 @@ def offer_order(rows: list[int], marks: dict, only_kept: bool = False) -> list[i
 
 def copy_line(line: str, first: int) -> str:
     """The line of a question that repeats the one on row ``first`` (``batch.mmlu.same_question``):
-    said so, by the id the first's note names it by."""
+    said so first, by the id the first's note names it by: at the line's end, a long question's
+    words cut it off in a 1,000 px window (Chromium)."""
     from ..batch.mmlu import question_id  # here, not at the top: keeps torch out of the first paint
 
-    return f"{line} (the same question as {question_id(first)}, counted once)"
+    return f"(the same question as {question_id(first)}) {line}"
 
 
 def marked(line: str, mark) -> str:
