@@ -1,4 +1,4 @@
-"""Neuron-level circuits for the gradient methods (EAP, EAP-IG, RelP): their settings, the scores
+"""Neuron-level circuits for the gradient methods (EAP, EAP-IG, RelP, EAP-GP, AtP*): their settings,
 beside a batch's edge scores, and the details a run with them keeps (``engine.neurons`` holds the
 formulas; docs/methods.md)."""
 
