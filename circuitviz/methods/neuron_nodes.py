@@ -1,4 +1,4 @@
-"""Neuron-level circuits for the gradient methods (EAP, EAP-IG, RelP, EAP-GP, AtP*): their settings,
+"""Neuron-level circuits for the gradient methods (EAP, EAP-IG, RelP, EAP-GP, AtP*): their settings, the scores
 beside a batch's edge scores, and the details a run with them keeps (``engine.neurons`` holds the
 formulas; docs/methods.md)."""
 
