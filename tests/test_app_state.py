@@ -613,8 +613,9 @@ def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
     main = [point(b, 0.1 * i) for i, b in enumerate((10, 50, 200, 1000, 5000))]
     partial = [point(10, 0.2), point(1000, 0.5)]
     figure = render.curve_figure({"ibon": main, "bon": partial}, 10_000, current_budget=10, marker_value=0.9)
-    # every budget with a point ticked, 100 between 50 and 200 (10k lies beyond the last, 5,000)
-    assert list(figure.layout.xaxis.ticktext) == ["10", "50", "100", "200", "1k", "5k"]
+    # every budget with a point ticked, 100 between 50 and 200 (10k lies beyond the last, 5,000), and
+    # since 2026-12-07 the 1-2-5 ticks that fill a gap wider than the 552 px plot's rule (20, 500, 2k)
+    assert list(figure.layout.xaxis.ticktext) == ["10", "20", "50", "100", "200", "500", "1k", "2k", "5k"]
     bon_trace = figure.data[1]
     assert list(bon_trace.x) == [10, None, None, 1000]  # no line straight from 10 to 1,000
     assert figure.layout.yaxis.title.text == "NDF (clipped at 0)"

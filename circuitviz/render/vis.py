@@ -480,6 +480,9 @@ function cvDraw(container, data, options) {
   if (data.min_width && container.parentElement) {  // readable labels: wider, the frame's box scrolls
     container.style.minWidth = cvMinWidth(container, data);
     container.parentElement.style.overflowX = "auto";
+    // and never up and down: overflow-x alone makes the box a vertical scroller too, and a box a
+    // pixel shorter than its frame took the wheel that scrolls the page (2026-12-07)
+    container.parentElement.style.overflowY = "hidden";
   }
   var width = container.clientWidth || 800;
   var height = cvHeight(data, width, false, container);
@@ -498,6 +501,8 @@ function cvDraw(container, data, options) {
     var box = container.parentElement, last = width, lastBox = box ? box.clientWidth : 0;
     var observer = new ResizeObserver(function () {
       var now = container.clientWidth, nowBox = box ? box.clientWidth : 0;
+      if (!container.isConnected) { observer.disconnect(); return; }  // the page drew another
+      if (!now || (box && !nowBox)) return;  // hidden (a closed tab, a page switch): nothing to fit
       if ((now && Math.abs(now - last) > 2) || Math.abs(nowBox - lastBox) > 2) {
         last = now;
         lastBox = nowBox;
