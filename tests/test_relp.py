@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from neuron_checks import assert_neuron_circuit_at_4, assert_neuron_scores
 from reference_patching import edges, metric_of, reader_hook, writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
@@ -252,22 +253,7 @@ def test_relp_neuron_scores_equal_the_frozen_reference_and_their_circuit_is_patc
     assert expected.abs().max() > 1e-3
     d_mlp = model.cfg.d_mlp
     result = get_method("relp").run_on(model, IOI_TASK, {"neurons": True, "neuron_top_k": d_mlp}, budgets=[1])
-    found = {(n["layer"], n["neuron"]): n["score"] for n in result.details.neurons}
-    assert len(found) == spec.n_layers * d_mlp
-    for (layer, neuron), value in found.items():
-        assert value == pytest.approx(expected[layer, neuron].item(), rel=1e-6, abs=1e-9)
+    assert_neuron_scores(result, expected)
     assert torch.equal(result.scores.double(), scores_of(model, "relp"))
     # the neuron circuit at k = 4: the 4 neurons of largest |reference score| in each MLP kept
-    point = next(p for p in result.details.curve if p["k"] == 4)
-    order = torch.argsort(expected.abs(), dim=1, descending=True, stable=True)[:, :4]
-    kept = torch.zeros_like(expected, dtype=torch.bool).scatter_(1, order, True)
-
-    def patch(x, hook):
-        layer = int(hook.name.split(".")[1])
-        return torch.where(kept[layer], x, corrupted[None, :, layer])
-
-    hooks = [(f"blocks.{i}.mlp.hook_post", patch) for i in range(spec.n_layers)]
-    with torch.no_grad():
-        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)
-    assert point["n_neurons"] == 4 * spec.n_layers
-    assert point["metric"] == pytest.approx(metric_of(model, prepared, logits)[0].item(), abs=1e-9)
+    assert_neuron_circuit_at_4(model, prepared, result, expected, corrupted)
