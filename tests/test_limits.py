@@ -247,3 +247,15 @@ def test_a_models_first_acc_run_is_priced_with_its_heads_svd(tmp_path, monkeypat
     assert later.one_off == 0 and "SVD" not in later.summary()
     assert first.seconds == pytest.approx(later.seconds + first.one_off)
     assert estimate_run(copy.deepcopy(model), "acc++", None, n_tokens=8).one_off == 0  # found on disk
+
+
+def test_a_range_whose_ends_read_alike_is_said_as_one_figure(tiny):
+    """ACDC's and ACC++'s estimates are ranges; on a short prompt both ends rounded to one figure
+    and the line read "Estimate: 1 s to 1 s" (until 2026-12-07)."""
+    import dataclasses
+
+    estimate = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8)
+    alike = dataclasses.replace(estimate, seconds=1.1, seconds_range=(0.9, 1.2), range_reason="")
+    assert alike.summary().startswith("Estimate: about 1 s and ")
+    apart = dataclasses.replace(estimate, seconds=20.0, seconds_range=(5.0, 60.0), range_reason="")
+    assert apart.summary().startswith("Estimate: 5 s to 60 s and ")

@@ -177,7 +177,9 @@ class Estimate:
         took, why = f"about {rough_duration(self.seconds)}", ""
         if self.seconds_range is not None:
             low, high = (rough_duration(seconds) for seconds in self.seconds_range)
-            took, why = f"{low} to {high}", f" {self.range_reason}." if self.range_reason else ""
+            # both ends read alike ("1 s to 1 s", ACDC's and ACC++'s on a short prompt): one figure
+            took = f"about {low}" if low == high else f"{low} to {high}"
+            why = f" {self.range_reason}." if self.range_reason else ""
         return (
             f"Estimate: {took} and {self.memory_gb:.1f} GB on {self.device} ({work}{priced}).{why}{self.busy}"
         )
