@@ -206,35 +206,8 @@ def test_the_held_out_measurements_note_reads_as_one_sentence():
     """The measured transfer's note followed "The held-out measurement:" with its capital ("The
     held-out measurement: Fewer than 5 ...", the Gallery's arithmetic example); its first word is
     now lower case there, an acronym or a number left as it is."""
-    from streamlit.testing.v1 import AppTest
-
-    def page():
-        from types import SimpleNamespace
-
-        from circuitviz.core.curves import Baseline, CurvePoint
-        from circuitviz.details.base import MethodDetails
-        from circuitviz.ui import result_view
-
-        note = (
-            "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 2 besides the prompt."
-        )
-        transfer = {"note": note, "budgets": {"103": {"paraphrases": ["a", "b"], "ndf": [0.2, 0.4]}}}
-        point = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
-        result = SimpleNamespace(
-            method="eap-ig",
-            details=MethodDetails(),
-            transfer=transfer,
-            baseline=Baseline(2.0, -1.0),
-            graph=SimpleNamespace(n_edges=10342),
-            task=SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to"),
-            curve=[point],
-        )
-        result_view.metrics_row(result, 103, point)
-
-    at = AppTest.from_function(page).run()
-    assert not at.exception, at.exception
-    said = [c.value.replace("\\", "") for c in at.caption]  # markdown's escapes taken out
-    said = [caption for caption in said if caption.startswith("The held-out measurement")]
+    note = "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 2 besides the prompt."
+    said = _held_out_captions(note, ["a", "b"], [0.2, 0.4])
     assert said == [
         "The held-out measurement: measured on 2 held-out paraphrases, not the 5 asked for: "
         "the source gave 2 besides the prompt."
@@ -338,20 +311,27 @@ def test_an_older_shortfall_note_a_cache_stored_reads_in_todays_words():
     said it again from the record's counts (``entry.api.transfer_note``), and no Gallery example
     holds it since its rebuild (``tests/test_gallery_words.py``): the result view says it so, for a
     result a user's cache kept from then (Explore, Compare)."""
+    note = "Fewer than 5 held-out paraphrases passed both checks (4 for some circuits)."
+    said = _held_out_captions(note, list("abcd"), [0.2, 0.4, 0.6, 0.8])
+    assert said == [
+        "The held-out measurement: fewer than 5 held-out paraphrases passed both checks, so the circuit "
+        "at budget 103 was measured on 4."
+    ], said
+
+
+def _held_out_captions(note: str, paraphrases: list[str], ndf: list[float]) -> list[str]:
+    """The captions starting "The held-out measurement" that the result view's figures row shows for
+    an EAP-IG result at budget 103 whose stored transfer has this ``note`` and per-paraphrase NDFs."""
     from streamlit.testing.v1 import AppTest
 
-    def page():
+    def page(note, paraphrases, ndf):
         from types import SimpleNamespace
 
         from circuitviz.core.curves import Baseline, CurvePoint
         from circuitviz.details.base import MethodDetails
         from circuitviz.ui import result_view
 
-        note = "Fewer than 5 held-out paraphrases passed both checks (4 for some circuits)."
-        transfer = {
-            "note": note,
-            "budgets": {"103": {"paraphrases": list("abcd"), "ndf": [0.2, 0.4, 0.6, 0.8]}},
-        }
+        transfer = {"note": note, "budgets": {"103": {"paraphrases": paraphrases, "ndf": ndf}}}
         point = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
         result = SimpleNamespace(
             method="eap-ig",
@@ -364,11 +344,7 @@ def test_an_older_shortfall_note_a_cache_stored_reads_in_todays_words():
         )
         result_view.metrics_row(result, 103, point)
 
-    at = AppTest.from_function(page).run()
+    at = AppTest.from_function(page, args=(note, paraphrases, ndf)).run()
     assert not at.exception, at.exception
     said = [c.value.replace("\\", "") for c in at.caption]  # markdown's escapes taken out
-    said = [caption for caption in said if caption.startswith("The held-out measurement")]
-    assert said == [
-        "The held-out measurement: fewer than 5 held-out paraphrases passed both checks, so the circuit "
-        "at budget 103 was measured on 4."
-    ], said
+    return [caption for caption in said if caption.startswith("The held-out measurement")]
